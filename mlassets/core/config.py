@@ -40,7 +40,8 @@ class DatasetConfig:
     slices: list[str]
     months: list[str]
     columns: dict[str, ColumnSpec]
-    min_rows: int = 1000
+    min_rows: int = 1000  # per month
+    sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class FeaturesConfig:
     holdout_days: int = 7
     validation_days: int = 7
     train_window_months: int = 12
+    timezone: str = "UTC"  # days for the time split are counted in this zone
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,8 @@ def _check(cfg: PipelineConfig) -> None:
     for key, value in positive.items():
         if value < 1:
             raise ConfigError(f"{key}: must be >= 1, got {value}")
+    if not 0 < ds.sample_fraction <= 1:
+        raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
     if not ds.name.replace("_", "").isalnum() or not ds.name[0].isalpha():
         raise ConfigError(f"dataset.name: {ds.name!r} must be letters, digits and '_', starting with a letter")
 

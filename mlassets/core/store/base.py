@@ -34,19 +34,20 @@ _PATH_RE = re.compile(r"^[A-Za-z0-9_.=\-]+(/[A-Za-z0-9_.=\-]+)*$")
 
 
 def validate_repo(name: str) -> str:
-    if not isinstance(name, str) or not _REPO_RE.match(name):
+    if not isinstance(name, str) or not _REPO_RE.fullmatch(name):
         raise InvalidName(f"repository name {name!r}: use 3-63 of a-z, 0-9 and '-', starting alphanumeric")
     return name
 
 
 def validate_ref(name: str) -> str:
-    if not isinstance(name, str) or not _REF_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not _REF_RE.fullmatch(name) or ".." in name:
         raise InvalidName(f"ref {name!r}: use letters, digits, '_', '-' and '.', starting with a word char")
     return name
 
 
 def validate_path(path: str) -> str:
-    if not isinstance(path, str) or not _PATH_RE.match(path) or any(p in (".", "..") for p in path.split("/")):
+    if (not isinstance(path, str) or not _PATH_RE.fullmatch(path)
+            or any(p in (".", "..") for p in path.split("/"))):
         raise InvalidName(f"object path {path!r}: relative, '/'-separated, no '.' or '..' parts")
     return path
 

@@ -1,0 +1,83 @@
+"""The ``mlassets`` command: ``demo`` and ``ui`` on the embedded stack."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+import warnings
+
+from mlassets.core.config import ConfigError, PipelineConfig, load_config, shipped_configs
+
+
+def _config(name_or_path: str, sample: float | None) -> PipelineConfig:
+    shipped = shipped_configs()
+    cfg = load_config(shipped.get(name_or_path, name_or_path))
+    if sample is not None:
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=sample))
+    return cfg
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from mlassets.definitions import build_definitions
+    from mlassets.demo import format_table, run_demo
+    from mlassets.instance import get_instance
+
+    cfg = _config(args.config, args.sample)
+    if not 1 <= args.months <= len(cfg.dataset.months):
+        raise ConfigError(f"--months: {args.months} is not in 1..{len(cfg.dataset.months)}")
+    months = cfg.dataset.months[: args.months]
+    broken = {}
+    if args.broken_month:
+        if args.broken_month not in months:
+            raise ConfigError(f"--broken-month: {args.broken_month!r} is not one of the demo months {months}")
+        broken[args.broken_month] = (args.broken_slice, args.broken_shift)
+    start = time.perf_counter()
+    rows = run_demo(build_definitions([cfg]), get_instance(), cfg, months, broken)
+    print()
+    print(format_table(rows))
+    print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from mlassets.ui import serve
+
+    return serve(args.host, args.port, args.mlflow_port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mlassets", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="ingest months one at a time and run the pipeline for each version")
+    demo.add_argument("--config", default="flights", help="a shipped config name or a YAML path")
+    demo.add_argument("--months", type=int, default=6, help="how many months arrive (default 6)")
+    demo.add_argument("--sample", type=float, default=None, help="fraction of each month's rows (0-1]")
+    demo.add_argument("--broken-month", default="2013-03", help="month with a broken data day ('' for none)")
+    demo.add_argument("--broken-slice", default="carrier=MQ", help="whose labels are corrupted")
+    demo.add_argument("--broken-shift", type=float, default=60.0, help="minutes added to those labels")
+    demo.set_defaults(func=cmd_demo)
+    ui = sub.add_parser("ui", help="Dagster webserver and MLflow UI on the embedded stack")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--mlflow-port", type=int, default=5000, help="0 to skip the MLflow UI")
+    ui.set_defaults(func=cmd_ui)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*is currently in beta.*")
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+    warnings.filterwarnings("ignore", message=".*is currently in preview.*")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, ValueError) as exc:
+        print(f"mlassets: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

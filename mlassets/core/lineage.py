@@ -1,0 +1,48 @@
+"""Where a model came from: code commit (and whether the tree was dirty), lock file, environment."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+from pathlib import Path
+
+import torch
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+LOCK_FILE = PROJECT_ROOT / "requirements.lock"
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+@functools.cache
+def git_sha() -> str:
+    """The commit of the running code, or ``unknown`` outside a git checkout."""
+    return _git("rev-parse", "HEAD") or "unknown"
+
+
+def git_dirty() -> bool:
+    """True when tracked source files differ from the commit (a rebuild could not be exact)."""
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", "mlassets", "pyproject.toml")
+    return bool(status) if status is not None else True
+
+
+@functools.cache
+def lock_hash() -> str:
+    return hashlib.sha256(LOCK_FILE.read_bytes()).hexdigest() if LOCK_FILE.is_file() else "missing"
+
+
+def environment() -> dict[str, str]:
+    """The facts that change a model's weights even with the same code, data and seed."""
+    return {
+        "torch_version": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }

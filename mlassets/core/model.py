@@ -1,0 +1,47 @@
+"""The tabular regression network: per-column embeddings concatenated with numerics, then an MLP."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class TabularMLP(nn.Module):
+    """Embeds each categorical column, concatenates the numeric features, and regresses one value."""
+
+    def __init__(
+        self,
+        cardinalities: list[int],
+        n_numeric: int,
+        embedding_dim: int = 8,
+        hidden: list[int] | None = None,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        hidden = [64, 32] if hidden is None else list(hidden)
+        if any(c < 1 for c in cardinalities):
+            raise ValueError(f"cardinalities must be >= 1, got {cardinalities}")
+        if embedding_dim < 1 or any(h < 1 for h in hidden):
+            raise ValueError(f"embedding_dim and hidden sizes must be >= 1: {embedding_dim}, {hidden}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.embeddings = nn.ModuleList(nn.Embedding(c, embedding_dim) for c in cardinalities)
+        width = len(cardinalities) * embedding_dim + n_numeric
+        if width == 0:
+            raise ValueError("the model needs at least one categorical or numeric feature")
+        layers: list[nn.Module] = []
+        for size in hidden:
+            layers += [nn.Linear(width, size), nn.ReLU()]
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
+            width = size
+        layers.append(nn.Linear(width, 1))
+        self.mlp = nn.Sequential(*layers)
+        self.n_numeric = n_numeric
+
+    def forward(self, x_cat: torch.Tensor, x_num: torch.Tensor) -> torch.Tensor:
+        """``x_cat`` [n, n_cat] long, ``x_num`` [n, n_num] float -> predictions [n]."""
+        parts = [emb(x_cat[:, j]) for j, emb in enumerate(self.embeddings)]
+        if self.n_numeric:
+            parts.append(x_num)
+        return self.mlp(torch.cat(parts, dim=1)).squeeze(1)

@@ -1,0 +1,126 @@
+"""Feature preprocessing fitted on training rows: categorical vocabularies and numeric standardization.
+
+The fitted state is plain JSON (``to_dict``/``from_dict``) so it can ship inside the model artifact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+UNKNOWN = 0  # index for unseen or missing categories; real values start at 1
+
+
+def _category_key(value: Any) -> str:
+    """The string a categorical value is compared as; integral floats (5.0) read as ints ("5")."""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _codes(series: pd.Series, vocab: dict[str, int]) -> np.ndarray:
+    """Vocabulary indices for a column: factorize once, look up each distinct value once."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    table = np.array([vocab.get(_category_key(u), UNKNOWN) for u in uniques] + [UNKNOWN], dtype=np.int64)
+    return table[codes]  # NaN/None have code -1, which picks the trailing UNKNOWN
+
+
+def _numeric(series: pd.Series, column: str) -> np.ndarray:
+    """A column as float64 with non-finite values turned into NaN."""
+    try:
+        values = pd.to_numeric(series).to_numpy(dtype=np.float64, na_value=np.nan)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"numeric column {column!r} holds non-numeric values: {exc}") from exc
+    return np.where(np.isfinite(values), values, np.nan)
+
+
+def _require(df: pd.DataFrame, columns: list[str]) -> None:
+    for column in columns:
+        if column not in df.columns:
+            raise ValueError(f"missing column {column!r} (have: {', '.join(map(str, df.columns))})")
+
+
+@dataclass
+class Preprocessor:
+    """Maps raw feature columns to (category indices, standardized numerics); fitted state is JSON."""
+
+    categorical: list[str]
+    numeric: list[str]
+    vocab: dict[str, dict[str, int]] = field(default_factory=dict)
+    means: dict[str, float] = field(default_factory=dict)
+    stds: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, df: pd.DataFrame, categorical: list[str], numeric: list[str]) -> Preprocessor:
+        """Learn sorted vocabularies and mean/std per numeric column from ``df`` (training rows only)."""
+        _require(df, [*categorical, *numeric])
+        vocab: dict[str, dict[str, int]] = {}
+        for column in categorical:
+            _, uniques = pd.factorize(df[column], use_na_sentinel=True)
+            keys = sorted({_category_key(u) for u in uniques})
+            vocab[column] = {key: i + 1 for i, key in enumerate(keys)}
+        means: dict[str, float] = {}
+        stds: dict[str, float] = {}
+        for column in numeric:
+            values = _numeric(df[column], column)
+            finite = values[~np.isnan(values)]
+            mean = float(finite.mean()) if finite.size else 0.0
+            std = float(finite.std()) if finite.size else 1.0
+            means[column] = mean
+            stds[column] = std if math.isfinite(std) and std > 0 else 1.0
+        return cls(list(categorical), list(numeric), vocab, means, stds)
+
+    @property
+    def cardinalities(self) -> list[int]:
+        """Embedding table sizes: vocabulary size + 1 for the unknown index."""
+        return [len(self.vocab[c]) + 1 for c in self.categorical]
+
+    def transform(self, df: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(LongTensor [n, n_cat], FloatTensor [n, n_num])``; unseen/missing categories map to 0."""
+        _require(df, [*self.categorical, *self.numeric])
+        n = len(df)
+        cat = np.zeros((n, len(self.categorical)), dtype=np.int64)
+        for j, column in enumerate(self.categorical):
+            cat[:, j] = _codes(df[column], self.vocab[column])
+        num = np.zeros((n, len(self.numeric)), dtype=np.float32)
+        for j, column in enumerate(self.numeric):
+            values = _numeric(df[column], column)
+            mean = self.means[column]
+            values = np.where(np.isnan(values), mean, values)
+            num[:, j] = (values - mean) / self.stds[column]
+        return torch.from_numpy(cat), torch.from_numpy(num)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "categorical": list(self.categorical),
+            "numeric": list(self.numeric),
+            "vocab": {c: dict(v) for c, v in self.vocab.items()},
+            "means": {c: float(v) for c, v in self.means.items()},
+            "stds": {c: float(v) for c, v in self.stds.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Preprocessor:
+        """Rebuild from ``to_dict`` output, checking every declared column has its fitted state."""
+        try:
+            pre = cls(
+                categorical=[str(c) for c in data["categorical"]],
+                numeric=[str(c) for c in data["numeric"]],
+                vocab={str(c): {str(k): int(i) for k, i in v.items()} for c, v in data["vocab"].items()},
+                means={str(c): float(v) for c, v in data["means"].items()},
+                stds={str(c): float(v) for c, v in data["stds"].items()},
+            )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"invalid preprocessor state: {exc!r}") from exc
+        for column in pre.categorical:
+            if column not in pre.vocab:
+                raise ValueError(f"invalid preprocessor state: no vocabulary for {column!r}")
+        for column in pre.numeric:
+            if column not in pre.means or column not in pre.stds:
+                raise ValueError(f"invalid preprocessor state: no mean/std for {column!r}")
+        return pre

@@ -1,0 +1,42 @@
+"""Where a training run reports progress: the ``Reporter`` protocol and a stderr implementation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+
+@runtime_checkable
+class Reporter(Protocol):
+    """Progress sink for a run: free-text log lines, one final metadata report, orchestrator extras."""
+
+    def log(self, msg: str) -> None: ...
+
+    def report(self, metadata: Mapping[str, Any]) -> None: ...
+
+    @property
+    def extras(self) -> Mapping[str, Any]: ...
+
+
+class PrintReporter:
+    """Writes log lines and the final report to stderr (or any text stream); extras are given or empty."""
+
+    def __init__(self, stream: TextIO | None = None, extras: Mapping[str, Any] | None = None) -> None:
+        self._stream = stream
+        self._extras = dict(extras or {})
+
+    def _write(self, text: str) -> None:
+        stream = self._stream or sys.stderr
+        print(text, file=stream, flush=True)
+
+    def log(self, msg: str) -> None:
+        self._write(f"[mlassets] {msg}")
+
+    def report(self, metadata: Mapping[str, Any]) -> None:
+        self._write(f"[mlassets] report {json.dumps(dict(metadata), sort_keys=True, default=str)}")
+
+    @property
+    def extras(self) -> Mapping[str, Any]:
+        return self._extras

@@ -1,0 +1,75 @@
+"""MLflow tracking on the embedded stack: one experiment, candidate models logged with their bundle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import yaml
+
+from mlassets.core import paths
+
+EXPERIMENT = "mlassets"
+PYFUNC_CODE = Path(__file__).with_name("mlflow_pyfunc.py")
+
+
+def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> str:
+    """Point MLflow at the tracking store and make sure the experiment exists with local artifacts."""
+    mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
+    existing = mlflow.get_experiment_by_name(experiment)
+    if existing is not None:
+        return existing.experiment_id
+    try:
+        return mlflow.create_experiment(experiment, artifact_location=paths.mlflow_artifact_root())
+    except mlflow.exceptions.MlflowException:  # created concurrently
+        return mlflow.get_experiment_by_name(experiment).experiment_id
+
+
+def flatten(prefix: str, value: Any) -> dict[str, str]:
+    """Nested config -> ``{"training.lr": "0.003", ...}`` for ``log_params``."""
+    if isinstance(value, Mapping):
+        out: dict[str, str] = {}
+        for key, inner in value.items():
+            out.update(flatten(f"{prefix}.{key}" if prefix else str(key), inner))
+        return out
+    text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+    return {prefix: text[:6000]}
+
+
+def log_training(config: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+    """Params, per-epoch curves and final metrics of a training result into the active run."""
+    params = flatten("", config)
+    for chunk_start in range(0, len(params), 100):
+        mlflow.log_params(dict(list(params.items())[chunk_start : chunk_start + 100]))
+    for point in result["curves"]:
+        step = int(point["epoch"])
+        mlflow.log_metrics({"train_loss": point["train_loss"], "val_mae": point["val_mae"]}, step=step)
+    mlflow.log_metrics({"best_val_mae": float(result["val_mae"]), "train_seconds": result["train_seconds"]})
+
+
+def pip_requirements() -> list[str]:
+    import pandas
+    import torch
+
+    return [f"torch=={torch.__version__.split('+')[0]}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
+
+
+def log_model(bundle_dir: str | Path, name: str = "model") -> str:
+    """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI."""
+    info = mlflow.pyfunc.log_model(
+        name=name,
+        python_model=str(PYFUNC_CODE),
+        artifacts={"bundle": str(bundle_dir)},
+        pip_requirements=pip_requirements(),
+    )
+    return info.model_uri
+
+
+def bundle_path(model_uri: str) -> Path:
+    """Local path of the bundle inside a logged model (downloaded if the store is remote)."""
+    root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri))
+    spec = yaml.safe_load((root / "MLmodel").read_text())
+    return root / spec["flavors"]["python_function"]["artifacts"]["bundle"]["path"]

@@ -1,0 +1,28 @@
+"""Asset keys of one dataset's graph, prefixed by the dataset name (``flights/snapshot``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dagster as dg
+
+from mlassets.core.config import PipelineConfig
+
+
+@dataclass(frozen=True)
+class DatasetKeys:
+    raw: dg.AssetKey
+    snapshot: dg.AssetKey
+    features: dg.AssetKey
+    candidate_model: dg.AssetKey
+    evaluation: dg.AssetKey
+    gate_result: dg.AssetKey
+    registered_model: dg.AssetKey
+    champion: dg.AssetKey
+
+    @classmethod
+    def of(cls, cfg: PipelineConfig) -> DatasetKeys:
+        name = cfg.dataset.name
+        names = {f: f for f in cls.__dataclass_fields__}
+        names["raw"] = f"raw_{name}"
+        return cls(**{f: dg.AssetKey([name, n]) for f, n in names.items()})

@@ -1,0 +1,112 @@
+"""``mlassets demo``: months arrive one at a time; each new data version runs the whole pipeline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import dagster as dg
+
+from mlassets.core.config import PipelineConfig
+from mlassets.defs.factory import ingest_job_name, pipeline_job_name
+from mlassets.defs.keys import DatasetKeys
+
+
+@dataclass
+class VersionRow:
+    month: str
+    data_version: str
+    candidate_mae: float | None
+    champion_mae: float | None
+    decision: str
+    reasons: list[str]
+    champion_version: str
+    seconds: float
+    run_id: str
+    success: bool
+
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
+
+
+def _metadata(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str, run_id: str) -> dict:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
+    ).records
+    if not records or records[0].run_id != run_id:
+        return {}
+    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+
+
+def ingest(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, month: str,
+           corrupt: str = "", shift: float = 0.0) -> str:
+    """Materialize one month of raw data; return the new data version (commit id)."""
+    keys = DatasetKeys.of(cfg)
+    run_config = {**QUIET, "ops": {keys.raw.to_python_identifier(): {"config": {
+        "corrupt_slice": corrupt, "corrupt_shift": shift}}}} if corrupt else QUIET
+    result = defs.resolve_job_def(ingest_job_name(cfg)).execute_in_process(
+        instance=instance, partition_key=month, run_config=run_config
+    )
+    return str(_metadata(instance, keys.raw, month, result.run_id)["data_commit"])
+
+
+def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, month: str,
+                 version: str) -> VersionRow:
+    """Materialize everything downstream of the raw data for one data version."""
+    keys = DatasetKeys.of(cfg)
+    start = time.perf_counter()
+    result = defs.resolve_job_def(pipeline_job_name(cfg)).execute_in_process(
+        instance=instance, partition_key=version, raise_on_error=False, run_config=QUIET
+    )
+    seconds = time.perf_counter() - start
+    evaluation = _metadata(instance, keys.evaluation, version, result.run_id)
+    gate = _metadata(instance, keys.gate_result, version, result.run_id)
+    snapshot_checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    if gate:
+        decision = "pass" if gate["passed"] else "reject"
+        reasons = [] if gate["passed"] else [line[2:] for line in str(gate["reasons"]).splitlines()]
+    elif snapshot_checks:
+        decision, reasons = "invalid data", [e.description or e.check_name for e in snapshot_checks]
+    else:
+        decision, reasons = "error", [f"run {result.run_id} failed before the gate"]
+    champion = _metadata(instance, keys.champion, version, result.run_id)
+    champion_version = str(champion.get("champion_version") or evaluation.get("champion_version") or "none")
+    champ_mae = evaluation.get("champion_mae")
+    return VersionRow(
+        month=month, data_version=version,
+        candidate_mae=evaluation.get("candidate_mae"),
+        champion_mae=None if champ_mae is None or champ_mae != champ_mae else champ_mae,
+        decision=decision, reasons=reasons, champion_version=champion_version,
+        seconds=seconds, run_id=result.run_id, success=result.success,
+    )
+
+
+def run_demo(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
+             broken: dict[str, tuple[str, float]], progress: Callable[[str], None] = print) -> list[VersionRow]:
+    rows = []
+    for i, month in enumerate(months, 1):
+        corrupt, shift = broken.get(month, ("", 0.0))
+        note = f" (broken data day: {corrupt} labels {shift:+g} min)" if corrupt else ""
+        progress(f"[{i}/{len(months)}] ingest {cfg.dataset.name} {month}{note}")
+        version = ingest(defs, instance, cfg, month, corrupt, shift)
+        progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
+        row = run_pipeline(defs, instance, cfg, month, version)
+        progress(f"      {row.decision}; champion v{row.champion_version} ({row.seconds:.1f} s)")
+        rows.append(row)
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def format_table(rows: list[VersionRow]) -> str:
+    header = ["month", "data version", "candidate MAE", "champion MAE", "gate", "champion", "reasons"]
+    lines = [[r.month, r.data_version[:12], _fmt(r.candidate_mae), _fmt(r.champion_mae), r.decision,
+              f"v{r.champion_version}", "; ".join(r.reasons) or "-"] for r in rows]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, [*widths, 0], strict=True)).rstrip()]
+    for line in lines:
+        out.append("  ".join(c.ljust(w) for c, w in zip(line, [*widths, 0], strict=True)).rstrip())
+    return "\n".join(out)

@@ -1,0 +1,32 @@
+"""The embedded Dagster instance (sqlite under ``$MLASSETS_HOME/dagster``) shared by the CLI and the UI."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from mlassets.core import paths
+
+_DAGSTER_YAML = """\
+# Embedded default: sqlite storage in this folder. See infra/dagster.yaml for PostgreSQL.
+telemetry:
+  enabled: false
+"""
+
+
+def prepare_home() -> str:
+    """Create ``DAGSTER_HOME`` (unless one is set) and its dagster.yaml; return the path."""
+    home = os.environ.get("DAGSTER_HOME") or str(paths.dagster_home())
+    os.makedirs(home, exist_ok=True)
+    config = os.path.join(home, "dagster.yaml")
+    if not os.path.exists(config):
+        with open(config, "w") as fh:
+            fh.write(_DAGSTER_YAML)
+    os.environ["DAGSTER_HOME"] = home
+    return home
+
+
+def get_instance() -> dg.DagsterInstance:
+    prepare_home()
+    return dg.DagsterInstance.get()

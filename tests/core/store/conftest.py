@@ -1,0 +1,36 @@
+"""Fixtures of the ``VersionedStore`` contract suite: every backend in ``BACKENDS`` runs every test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mlassets.core.store import VersionedStore
+from mlassets.core.store.local import LocalStore
+
+# Backend name -> factory(tmp_path). Adding a backend to the contract suite is one line here.
+BACKENDS: dict[str, Callable[[Path], VersionedStore]] = {
+    "local": lambda tmp_path: LocalStore(tmp_path / "store"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> VersionedStore:
+    """A fresh store of each backend."""
+    return BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def repo_name() -> str:
+    """A fresh, unique repository name (not created)."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def repo(store: VersionedStore, repo_name: str) -> str:
+    """A fresh, created repository (default branch ``main``)."""
+    store.create_repo(repo_name)
+    return repo_name

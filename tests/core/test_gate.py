@@ -1,0 +1,189 @@
+"""The promotion gate on synthetic, seeded data: each rule rejects exactly when it should."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlassets.core.config import GateConfig
+from mlassets.core.gate import GateResult, RuleResult, bootstrap_relative_change, evaluate_gate
+
+CFG = GateConfig(
+    main_metric="mae",
+    tolerance=0.02,
+    slice_min_rows=200,
+    slice_max_regression=0.03,
+    bootstrap_samples=1000,
+    confidence=0.95,
+    absolute_max_metric=40.0,
+    prediction_min=-120.0,
+    prediction_max=1500.0,
+)
+SLICES = ["origin", "carrier"]
+
+
+def make_data(seed: int = 0, sizes: dict[str, int] | None = None):
+    """Flights-like rows: truth, and a champion whose errors are N(0, 10)."""
+    sizes = sizes or {"UA": 5000, "AA": 5000, "DL": 9980, "ZZ": 20}
+    rng = np.random.default_rng(seed)
+    carrier = np.concatenate([np.full(k, c) for c, k in sizes.items()])
+    n = carrier.size
+    frame = pd.DataFrame({"carrier": carrier, "origin": rng.choice(["EWR", "JFK", "LGA"], n)})
+    y = rng.normal(10.0, 30.0, n)
+    err = rng.normal(0.0, 10.0, n)
+    return frame, y, y + err, err, rng
+
+
+def rule(result: GateResult, name: str) -> RuleResult:
+    (found,) = [r for r in result.rules if r.name == name]
+    return found
+
+
+def test_better_overall_but_worse_on_a_large_slice_is_rejected():
+    frame, y, champ, err, rng = make_data()
+    factor = np.where(frame["carrier"] == "UA", 1.05, 0.9)
+    cand = y + factor * err + rng.normal(0.0, 1.0, y.size)
+    result = evaluate_gate(CFG, y, cand, champ, frame, SLICES)
+    assert not result.passed and result.has_champion
+    assert rule(result, "main_metric").passed
+    assert [r.name for r in result.failures()] == ["slice carrier=UA"]
+    ua = rule(result, "slice carrier=UA")
+    assert ua.value > 0.03 and ua.limit == 0.03
+    assert ua.reason.startswith("slice carrier=UA: MAE ")
+    assert "vs champion" in ua.reason and "limit +3%" in ua.reason and "95% interval [+" in ua.reason
+    assert result.summary() == f"fail: {ua.reason}"
+
+
+def test_same_regression_on_a_small_slice_does_not_reject():
+    frame, y, champ, err, rng = make_data()
+    factor = np.where(frame["carrier"] == "ZZ", 1.05, 0.9)  # ZZ has 20 rows < slice_min_rows
+    cand = y + factor * err + rng.normal(0.0, 1.0, y.size)
+    result = evaluate_gate(CFG, y, cand, champ, frame, SLICES)
+    assert result.passed, result.reasons()
+    assert not any("ZZ" in r.name for r in result.rules)
+    assert {"slice carrier=UA", "slice carrier=AA", "slice origin=JFK"} <= {r.name for r in result.rules}
+
+
+def test_noisy_regression_whose_interval_includes_zero_does_not_reject():
+    frame, y, champ, err, rng = make_data()
+    ua = (frame["carrier"] == "UA").to_numpy()
+    # On UA both models have independent heavy-tailed errors; the candidate's are scaled so its slice
+    # MAE is exactly 5% worse, a difference the noise cannot distinguish from zero.
+    e_h = rng.lognormal(0.0, 1.5, ua.sum()) * rng.choice([-1, 1], ua.sum())
+    e_c = rng.lognormal(0.0, 1.5, ua.sum()) * rng.choice([-1, 1], ua.sum())
+    e_c *= 1.05 * np.abs(e_h).mean() / np.abs(e_c).mean()
+    champ[ua] = y[ua] + e_h
+    cand = y + 0.9 * err
+    cand[ua] = y[ua] + e_c
+    wide = dataclasses.replace(CFG, prediction_min=-1e4, prediction_max=1e4)  # heavy tails are not the point
+    result = evaluate_gate(wide, y, cand, champ, frame, SLICES)
+    slice_rule = rule(result, "slice carrier=UA")
+    assert slice_rule.value == pytest.approx(0.05) and slice_rule.passed
+    assert result.passed, result.reasons()
+    boot = bootstrap_relative_change(np.abs(e_c), np.abs(e_h), 1000, np.random.default_rng(0))
+    assert np.quantile(boot, 0.025) < 0 < np.quantile(boot, 0.975)
+
+
+def test_candidate_within_tolerance_passes():
+    frame, y, champ, err, rng = make_data()
+    cand = y + 1.01 * err
+    result = evaluate_gate(CFG, y, cand, champ, frame, SLICES)
+    assert result.passed and result.summary() == "pass" and result.failures() == []
+    main = rule(result, "main_metric")
+    assert main.reason == "" and main.value <= main.limit
+    assert {r.name for r in result.rules} >= {"sanity_finite", "sanity_range", "main_metric"}
+
+
+def test_candidate_ten_percent_worse_fails_main_metric_with_both_numbers():
+    frame, y, champ, err, _ = make_data()
+    cand = y + 1.1 * err
+    result = evaluate_gate(CFG, y, cand, champ, frame, SLICES)
+    main = rule(result, "main_metric")
+    assert not main.passed and not result.passed
+    cand_mae, champ_mae = np.abs(cand - y).mean(), np.abs(champ - y).mean()
+    assert main.value == pytest.approx(cand_mae) and main.limit == pytest.approx(champ_mae * 1.02)
+    assert main.reason == (f"MAE {cand_mae:.2f} vs champion {champ_mae:.2f} (+10.0%, limit +2%)")
+    assert result.summary().startswith(f"fail: {main.reason} (+")
+
+
+def test_rmse_main_metric_is_labelled():
+    frame, y, champ, err, _ = make_data()
+    result = evaluate_gate(GateConfig(main_metric="rmse"), y, y + 1.2 * err, champ, frame, [])
+    main = rule(result, "main_metric")
+    assert not main.passed and main.reason.startswith("RMSE ")
+
+
+def test_first_model_uses_the_absolute_threshold():
+    frame, y, _, err, _ = make_data()
+    cand = y + err  # MAE about 8
+    ok = evaluate_gate(CFG, y, cand, None, frame, SLICES)
+    assert ok.passed and not ok.has_champion
+    assert [r.name for r in ok.rules] == ["sanity_finite", "sanity_range", "absolute_main_metric"]
+    strict = GateConfig(absolute_max_metric=5.0)
+    bad = evaluate_gate(strict, y, cand, None, frame, SLICES)
+    assert not bad.passed
+    absolute = rule(bad, "absolute_main_metric")
+    assert absolute.limit == 5.0 and absolute.value > 5.0 and "5.00" in absolute.reason
+
+
+def test_nan_prediction_fails_sanity_finite():
+    frame, y, champ, err, _ = make_data()
+    cand = y + 0.9 * err
+    cand[[3, 7]] = [np.nan, np.inf]
+    result = evaluate_gate(CFG, y, cand, champ, frame, SLICES)
+    finite = rule(result, "sanity_finite")
+    assert not result.passed and not finite.passed and finite.value == 2 and finite.limit == 0
+    assert "2 of" in finite.reason
+
+
+def test_out_of_range_prediction_fails_sanity_range():
+    frame, y, champ, err, _ = make_data()
+    cand = y + 0.9 * err
+    cand[0] = 2000.0
+    result = evaluate_gate(CFG, y, cand, champ, frame, SLICES)
+    rng_rule = rule(result, "sanity_range")
+    assert not result.passed and not rng_rule.passed
+    assert rng_rule.value == pytest.approx(1 / y.size)
+    assert "[-120, 1500]" in rng_rule.reason and "2000.00" in rng_rule.reason
+    assert rule(result, "sanity_finite").passed
+
+
+def test_gate_result_json_round_trip():
+    frame, y, champ, err, _ = make_data()
+    result = evaluate_gate(CFG, y, y + 1.1 * err, champ, frame, SLICES)
+    assert len(result.failures()) > 1
+    text = result.to_json()
+    json.loads(text)
+    back = GateResult.from_json(text)
+    assert back == result
+    assert GateResult.from_dict(result.to_dict()) == result
+    assert back.summary() == result.summary() and back.summary().endswith(
+        f"(+{len(result.reasons()) - 1} more)"
+    )
+
+
+def test_gate_is_deterministic_for_a_seed():
+    frame, y, champ, err, rng = make_data()
+    cand = y + np.where(frame["carrier"] == "UA", 1.05, 0.9) * err + rng.normal(0.0, 1.0, y.size)
+    first = evaluate_gate(CFG, y, cand, champ, frame, SLICES, seed=3)
+    assert first == evaluate_gate(CFG, y, cand, champ, frame, SLICES, seed=3)
+
+
+def test_bootstrap_is_fast():
+    rng = np.random.default_rng(1)
+    a, b = np.abs(rng.normal(size=30_000)), np.abs(rng.normal(size=30_000))
+    start = time.perf_counter()
+    boot = bootstrap_relative_change(a, b, 1000, np.random.default_rng(0))
+    assert time.perf_counter() - start < 1.5
+    assert boot.shape == (1000,) and np.isfinite(boot).all()
+
+
+def test_mismatched_lengths_raise():
+    frame, y, champ, err, _ = make_data()
+    with pytest.raises(ValueError, match="rows"):
+        evaluate_gate(CFG, y, (y + err)[:-1], champ, frame, SLICES)

@@ -1,0 +1,88 @@
+"""Preprocessor: vocabularies, unknown/missing handling, standardization and JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from mlassets.core.preprocess import Preprocessor
+
+CAT = ["carrier", "dep_hour"]
+NUM = ["distance", "temp"]
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "carrier": ["UA", "AA", "DL", "UA", None],
+            "dep_hour": [5, 7, 5, 23, 7],
+            "distance": [100.0, 200.0, 300.0, 400.0, 500.0],
+            "temp": [10.0, np.nan, 30.0, 50.0, 10.0],
+            "arr_delay": [1.0, 2.0, 3.0, 4.0, 5.0],
+        }
+    )
+
+
+def test_fit_sorted_vocab_and_cardinalities() -> None:
+    pre = Preprocessor.fit(_frame(), CAT, NUM)
+    assert pre.vocab["carrier"] == {"AA": 1, "DL": 2, "UA": 3}
+    assert pre.vocab["dep_hour"] == {"23": 1, "5": 2, "7": 3}
+    assert pre.cardinalities == [4, 4]
+
+
+def test_unknown_and_missing_categories_map_to_zero() -> None:
+    pre = Preprocessor.fit(_frame(), CAT, NUM)
+    new = pd.DataFrame(
+        {"carrier": ["ZZ", None, "AA"], "dep_hour": [3.0, np.nan, 7.0],  # floats with NaN: 7.0 reads as "7"
+         "distance": [1.0, 2.0, 3.0], "temp": [1.0, 2.0, 3.0]}
+    )
+    x_cat, x_num = pre.transform(new)
+    assert x_cat.dtype == torch.int64 and x_num.dtype == torch.float32
+    assert x_cat.tolist() == [[0, 0], [0, 0], [1, 3]]
+
+
+def test_numeric_nan_becomes_mean_and_is_standardized() -> None:
+    df = _frame()
+    pre = Preprocessor.fit(df, CAT, NUM)
+    assert pre.means["temp"] == pytest.approx(25.0)  # mean of the non-missing values
+    _, x_num = pre.transform(df)
+    assert x_num[1, 1].item() == 0.0  # NaN -> mean -> 0 after standardization
+    distance = x_num[:, 0].numpy()
+    assert distance.mean() == pytest.approx(0.0, abs=1e-6)
+    assert distance.std() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_constant_column_has_unit_std() -> None:
+    df = _frame().assign(temp=7.0)
+    pre = Preprocessor.fit(df, CAT, NUM)
+    assert pre.stds["temp"] == 1.0
+    _, x_num = pre.transform(df)
+    assert torch.all(x_num[:, 1] == 0)
+
+
+def test_round_trip_gives_identical_transforms() -> None:
+    df = _frame()
+    pre = Preprocessor.fit(df, CAT, NUM)
+    again = Preprocessor.from_dict(json.loads(json.dumps(pre.to_dict())))
+    assert again == pre
+    for a, b in zip(pre.transform(df), again.transform(df), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_missing_column_is_named() -> None:
+    pre = Preprocessor.fit(_frame(), CAT, NUM)
+    with pytest.raises(ValueError, match="'temp'"):
+        pre.transform(_frame().drop(columns=["temp"]))
+    with pytest.raises(ValueError, match="'weekday'"):
+        Preprocessor.fit(_frame(), [*CAT, "weekday"], NUM)
+
+
+def test_from_dict_rejects_incomplete_state() -> None:
+    state = Preprocessor.fit(_frame(), CAT, NUM).to_dict()
+    del state["means"]["temp"]
+    with pytest.raises(ValueError, match="temp"):
+        Preprocessor.from_dict(state)

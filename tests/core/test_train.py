@@ -1,0 +1,157 @@
+"""Training subprocess: learns a synthetic signal, is bit-reproducible, CLI and Pipes entry points work."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from mlassets.core.artifact import load_bundle
+from mlassets.core.config import CONFIG_DIR, parse_config
+from mlassets.core.reporting import PrintReporter
+from mlassets.core.train import TrainJob, run_training
+
+REPO = Path(__file__).resolve().parents[2]
+CARRIERS = {"AA": -10.0, "DL": 0.0, "UA": 15.0, "B6": 30.0, "EV": 5.0}
+
+
+def _config(**features: object) -> dict:
+    data = yaml.safe_load((CONFIG_DIR / "flights.yaml").read_text())
+    data["features"].update(features)
+    data["model"].update({"embedding_dim": 4, "hidden": [16, 8]})
+    data["training"].update({"epochs": 3, "batch_size": 128, "lr": 0.01, "threads": 1})
+    return parse_config(data).to_dict()
+
+
+def _frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    carrier = rng.choice(list(CARRIERS), n)
+    dep_hour = rng.integers(5, 23, n)
+    precip = rng.exponential(0.05, n)
+    temp = rng.normal(15, 10, n)
+    temp[rng.random(n) < 0.05] = np.nan
+    signal = np.vectorize(CARRIERS.get)(carrier) + 2.5 * (dep_hour - 5) + 200 * precip
+    df = pd.DataFrame({
+        "carrier": carrier,
+        "origin": rng.choice(["EWR", "JFK", "LGA"], n),
+        "dest": rng.choice([f"D{i:02d}" for i in range(12)], n),
+        "dep_hour": dep_hour,
+        "weekday": rng.integers(0, 7, n),
+        "distance": rng.uniform(100, 2500, n),
+        "temp": temp,
+        "precip": precip,
+        **{c: rng.normal(0, 1, n) for c in ["dewp", "humid", "wind_speed", "pressure", "visib"]},
+        "arr_delay": signal + rng.normal(0, 5, n),
+    })
+    return df
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("data")
+    _frame(3000, 0).to_parquet(root / "train.parquet")
+    _frame(1000, 1).to_parquet(root / "validation.parquet")
+    return root / "train.parquet", root / "validation.parquet"
+
+
+def _job(data: tuple[Path, Path], out_dir: Path, config: dict | None = None) -> TrainJob:
+    return TrainJob(config=config or _config(), train_path=str(data[0]), validation_path=str(data[1]),
+                    out_dir=str(out_dir), data_version="v-test")
+
+
+@pytest.fixture(scope="module")
+def trained(data: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainJob, dict]:
+    job = _job(data, tmp_path_factory.mktemp("run1"))
+    return job, run_training(job, PrintReporter())
+
+
+def test_training_beats_median_baseline(data: tuple[Path, Path], trained: tuple[TrainJob, dict]) -> None:
+    job, result = trained
+    train, val = pd.read_parquet(data[0]), pd.read_parquet(data[1])
+    naive = float(np.mean(np.abs(val["arr_delay"] - train["arr_delay"].median())))
+    print(f"train_seconds={result['train_seconds']} val_mae={result['val_mae']:.3f} naive={naive:.3f}")
+    assert result["val_mae"] < 0.6 * naive
+    assert [c["epoch"] for c in result["curves"]] == [1, 2, 3]
+    best = min(result["curves"], key=lambda c: c["val_mae"])
+    assert (result["best_epoch"], result["val_mae"]) == (best["epoch"], best["val_mae"])
+    assert result["n_train"] == 3000 and result["n_val"] == 1000 and result["world_size"] == 1
+    assert result["data_version"] == "v-test"
+    assert json.loads((Path(job.out_dir) / "result.json").read_text()) == result
+    bundle = load_bundle(Path(job.out_dir) / "model")  # the bundle holds the best epoch's weights
+    pred = bundle.predict(val)
+    assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result["val_mae"], rel=1e-6)
+    assert bundle.meta["data_version"] == "v-test"
+
+
+def test_two_runs_give_identical_weights(data: tuple[Path, Path], trained: tuple[TrainJob, dict],
+                                         tmp_path: Path) -> None:
+    again = run_training(_job(data, tmp_path), PrintReporter())
+    assert again["weights_sha256"] == trained[1]["weights_sha256"]
+    assert again["curves"] == trained[1]["curves"]
+
+
+def _cli(job_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_PIPES_")}
+    env = {**base, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "mlassets.core.train", "--job", str(job_path)],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=job_path.parent)
+
+
+def test_cli_writes_result_and_model(data: tuple[Path, Path], trained: tuple[TrainJob, dict],
+                                     tmp_path: Path) -> None:
+    job_path = _job(data, tmp_path / "out").to_json(tmp_path / "job.json")
+    proc = _cli(job_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "epoch 3/3" in proc.stderr
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["weights_sha256"] == trained[1]["weights_sha256"]  # same bits across processes
+    assert sorted(p.name for p in (tmp_path / "out" / "model").iterdir()) == [
+        "MANIFEST.json", "bundle.json", "weights.pt"]
+
+
+def test_cli_reports_through_dagster_pipes(data: tuple[Path, Path], tmp_path: Path) -> None:
+    def encode(value: dict) -> str:
+        return base64.b64encode(zlib.compress(json.dumps(value).encode())).decode()
+
+    context = {"asset_keys": ["model"], "code_version_by_asset_key": None, "provenance_by_asset_key": None,
+               "partition_key": None, "partition_key_range": None, "partition_time_window": None,
+               "run_id": "r1", "job_name": None, "retry_number": 0, "extras": {}}
+    messages = tmp_path / "messages.jsonl"
+    job_path = _job(data, tmp_path / "out").to_json(tmp_path / "job.json")
+    proc = _cli(job_path, {"DAGSTER_PIPES_CONTEXT": encode({"data": context}),
+                           "DAGSTER_PIPES_MESSAGES": encode({"path": str(messages)})})
+    assert proc.returncode == 0, proc.stderr
+    sent = [json.loads(line) for line in messages.read_text().splitlines()]
+    logs = [m["params"]["message"] for m in sent if m["method"] == "log"]
+    assert any("epoch 3/3" in line for line in logs)
+    (report,) = [m["params"] for m in sent if m["method"] == "report_asset_materialization"]
+    metadata = {k: v["raw_value"] for k, v in report["metadata"].items()}
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert metadata["weights_sha256"] == result["weights_sha256"]
+    assert metadata["result_path"] == str((tmp_path / "out" / "result.json").resolve())
+    assert set(metadata) == {"val_mae", "best_epoch", "n_train", "n_val", "train_seconds",
+                             "weights_sha256", "model_dir", "result_path"}
+
+
+def test_missing_feature_column_is_named(data: tuple[Path, Path], tmp_path: Path) -> None:
+    config = _config(numeric=["distance", "temp", "cloud_cover"])
+    with pytest.raises(ValueError, match="'cloud_cover'"):
+        run_training(_job(data, tmp_path, config), PrintReporter())
+    proc = _cli(_job(data, tmp_path / "out", config).to_json(tmp_path / "job.json"))
+    assert proc.returncode == 2 and "'cloud_cover'" in proc.stderr
+
+
+def test_empty_training_data_is_rejected(data: tuple[Path, Path], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.parquet"
+    pd.read_parquet(data[0]).iloc[:0].to_parquet(empty)
+    with pytest.raises(ValueError, match="training data is empty"):
+        run_training(_job((empty, data[1]), tmp_path), PrintReporter())
