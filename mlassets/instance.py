@@ -16,17 +16,15 @@ telemetry:
 
 
 def prepare_home() -> str:
-    """Create ``DAGSTER_HOME`` (unless one is set) and its dagster.yaml; return the path."""
+    """Create ``$DAGSTER_HOME`` (default ``$MLASSETS_HOME/dagster``) and its dagster.yaml; return the path."""
     home = os.environ.get("DAGSTER_HOME") or str(paths.dagster_home())
     os.makedirs(home, exist_ok=True)
     config = os.path.join(home, "dagster.yaml")
     if not os.path.exists(config):
         with open(config, "w") as fh:
             fh.write(_DAGSTER_YAML)
-    os.environ["DAGSTER_HOME"] = home
     return home
 
 
 def get_instance() -> dg.DagsterInstance:
-    prepare_home()
-    return dg.DagsterInstance.get()
+    return dg.DagsterInstance.from_config(prepare_home())

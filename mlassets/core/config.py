@@ -10,6 +10,7 @@ import hashlib
 import json
 import types
 import typing
+import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -192,6 +193,25 @@ def _check(cfg: PipelineConfig) -> None:
     for key, value in positive.items():
         if value < 1:
             raise ConfigError(f"{key}: must be >= 1, got {value}")
+    overlap = sorted(set(feats.categorical) & set(feats.numeric))
+    if overlap:
+        raise ConfigError(f"features: column {overlap[0]!r} is both categorical and numeric")
+    if not feats.categorical and not feats.numeric:
+        raise ConfigError("features: no categorical and no numeric features")
+    if cfg.training.lr <= 0 or cfg.training.weight_decay < 0:
+        raise ConfigError(f"training.lr / weight_decay: need lr > 0 and weight_decay >= 0, got "
+                          f"{cfg.training.lr} / {cfg.training.weight_decay}")
+    if not 0 <= cfg.model.dropout < 1:
+        raise ConfigError(f"model.dropout: must be in [0, 1), got {cfg.model.dropout}")
+    if cfg.model.embedding_dim < 1 or any(h < 1 for h in cfg.model.hidden):
+        raise ConfigError(f"model.embedding_dim / hidden: sizes must be >= 1, got {cfg.model.embedding_dim} / "
+                          f"{cfg.model.hidden}")
+    if cfg.training.nproc != 1:  # the training process runs one rank for now
+        raise ConfigError(f"training.nproc: {cfg.training.nproc} ranks are not supported yet; use 1")
+    try:
+        zoneinfo.ZoneInfo(feats.timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"features.timezone: {feats.timezone!r} is not a known time zone") from None
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
     if not ds.name.replace("_", "").isalnum() or not ds.name[0].isalpha():

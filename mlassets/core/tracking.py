@@ -54,7 +54,8 @@ def pip_requirements() -> list[str]:
     import pandas
     import torch
 
-    return [f"torch=={torch.__version__.split('+')[0]}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
+    torch_version = torch.__version__.split("+")[0]
+    return [f"torch=={torch_version}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
 
 
 def log_model(bundle_dir: str | Path, name: str = "model") -> str:

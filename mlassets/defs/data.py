@@ -4,7 +4,13 @@
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import LabelCorruption, corrupt_training_labels, ingest_month, month_tables, raw_repo
+from mlassets.core.datasets import (
+    LabelCorruption,
+    corrupt_training_labels,
+    ingest_month,
+    month_tables,
+    raw_repo,
+)
 from mlassets.core.snapshot import main_table
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_metadata

@@ -1,0 +1,98 @@
+"""``python -m bench [names...] [--list]``: run the benchmarks and print one table.
+
+Exit code 0 even when goals are missed (this is a report); 1 when a benchmark crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+
+from bench.registry import Benchmark, registered
+
+MODULES: tuple[str, ...] = ("bench.orchestration",)  # add new bench/*.py modules here
+_ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")
+HEADER = ("name", "measured", "goal", "met?", "detail")
+
+
+@contextlib.contextmanager
+def fresh_home() -> Iterator[str]:
+    """A fresh temporary ``$MLASSETS_HOME`` (derived Dagster/MLflow locations unset); env restored after."""
+    saved = {var: os.environ.get(var) for var in _ENV}
+    with tempfile.TemporaryDirectory(prefix="mlassets-bench-", ignore_cleanup_errors=True) as tmp:
+        for var in _ENV:
+            os.environ.pop(var, None)
+        os.environ["MLASSETS_HOME"] = tmp
+        try:
+            yield tmp
+        finally:
+            for var, value in saved.items():
+                if value is None:
+                    os.environ.pop(var, None)
+                else:
+                    os.environ[var] = value
+
+
+def run_one(bench: Benchmark) -> tuple[tuple[str, ...], bool]:
+    """Run one benchmark in a fresh home; return its table row and whether it crashed."""
+    try:
+        with fresh_home():
+            result = bench.fn()
+        value = float(result.value)
+    except Exception as exc:  # a crash is reported; the others still run
+        print(f"bench: {bench.name} crashed:", file=sys.stderr)
+        traceback.print_exc()
+        return (bench.name, "CRASHED", bench.goal_text(), "error", f"{type(exc).__name__}: {exc}"), True
+    met = "yes" if bench.met(value) else "NO"
+    return (bench.name, f"{value:.3g} {result.unit}", bench.goal_text(result.unit), met, result.detail), False
+
+
+def format_table(rows: Sequence[Sequence[str]]) -> str:
+    """A pipe-separated table; the last column (detail) is not padded."""
+    lines = [HEADER, *rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER) - 1)]
+
+    def fmt(line: Sequence[str]) -> str:
+        return " | ".join([*(c.ljust(w) for c, w in zip(line, widths, strict=False)), line[-1]]).rstrip()
+
+    rule = "-+-".join("-" * w for w in [*widths, len(HEADER[-1])])
+    return "\n".join([fmt(HEADER), rule, *(fmt(line) for line in rows)])
+
+
+def main(argv: Sequence[str] | None = None, modules: Sequence[str] = MODULES) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
+    for module in modules:
+        importlib.import_module(module)
+    benches = registered()
+    if args.list:
+        for b in benches:
+            print(f"{b.name}: {b.goal_text()}")
+        return 0
+    unknown = sorted(set(args.names) - {b.name for b in benches})
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}; see --list")
+    chosen = [b for b in benches if not args.names or b.name in args.names]
+    rows, crashed = [], False
+    for bench in chosen:
+        print(f"bench: running {bench.name} ...", file=sys.stderr, flush=True)
+        row, failed = run_one(bench)
+        rows.append(row)
+        crashed |= failed
+    print(format_table(rows), flush=True)
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

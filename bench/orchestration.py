@@ -1,0 +1,112 @@
+"""Orchestration overhead: a pipeline run's wall time minus the compute time of its steps.
+
+Compute time per step is STEP_SUCCESS (or STEP_FAILURE) minus STEP_START in the run's event log.
+The floor is the same figure for an in-process ``dg.materialize`` of 7 trivial chained assets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+import time
+
+import dagster as dg
+
+from bench.registry import Result, benchmark
+
+PIPELINE_MONTHS = 3
+SAMPLE_FRACTION = 0.1
+FLOOR_ASSETS = 7
+FLOOR_REPEATS = 3
+_ENDS = ("STEP_SUCCESS", "STEP_FAILURE")
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # as mlassets.demo runs
+
+
+def step_compute_seconds(instance: dg.DagsterInstance, run_id: str) -> float:
+    """Sum over the run's steps of (STEP_SUCCESS or STEP_FAILURE) - STEP_START, in seconds."""
+    started: dict[str, float] = {}
+    total = 0.0
+    for record in instance.all_logs(run_id):
+        event = record.dagster_event
+        if event is None or event.step_key is None:
+            continue
+        if event.event_type_value == "STEP_START":
+            started[event.step_key] = record.timestamp
+        elif event.event_type_value in _ENDS and event.step_key in started:
+            total += record.timestamp - started.pop(event.step_key)
+    return total
+
+
+def overhead_seconds(instance: dg.DagsterInstance, run_id: str, wall: float) -> tuple[float, float]:
+    """(overhead, compute) of one run whose wall time was ``wall`` seconds."""
+    compute = step_compute_seconds(instance, run_id)
+    return wall - compute, compute
+
+
+def trivial_chain(n: int) -> list[dg.AssetsDefinition]:
+    """``n`` trivial assets, each depending on the previous one."""
+    chain: list[dg.AssetsDefinition] = []
+    for i in range(n):
+        ins = {"prev": dg.AssetIn(f"step_{i - 1}")} if i else {}
+
+        @dg.asset(name=f"step_{i}", ins=ins)
+        def step(**prev: int) -> int:
+            return sum(prev.values()) + 1
+
+        chain.append(step)
+    return chain
+
+
+def floor_overheads(n: int = FLOOR_ASSETS, repeats: int = FLOOR_REPEATS) -> list[float]:
+    """Overhead of ``repeats`` in-process materializations of ``n`` trivial chained assets (sqlite)."""
+    assets, out = trivial_chain(n), []
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        instance = dg.DagsterInstance.local_temp(tmp)
+        try:
+            for _ in range(repeats):
+                start = time.perf_counter()
+                result = dg.materialize(assets, instance=instance, run_config=QUIET)
+                wall = time.perf_counter() - start
+                out.append(overhead_seconds(instance, result.run_id, wall)[0])
+        finally:
+            instance.dispose()
+    return out
+
+
+def pipeline_runs(months: int = PIPELINE_MONTHS) -> list[tuple[float, float, bool]]:
+    """(wall, compute, success) of the flights pipeline for ``months`` data versions (embedded sqlite)."""
+    from mlassets.core.config import load_config, shipped_configs
+    from mlassets.definitions import build_definitions
+    from mlassets.demo import ingest, run_pipeline
+    from mlassets.instance import get_instance
+
+    cfg = load_config(shipped_configs()["flights"])
+    cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=SAMPLE_FRACTION))
+    defs, runs = build_definitions([cfg]), []
+    with get_instance() as instance:
+        for month in cfg.dataset.months[:months]:
+            row = run_pipeline(defs, instance, cfg, month, ingest(defs, instance, cfg, month))
+            runs.append((row.seconds, step_compute_seconds(instance, row.run_id), row.success))
+    return runs
+
+
+def _s(values: list[float]) -> str:
+    return "[" + ", ".join(f"{v:.2f}" for v in values) + "]"
+
+
+@benchmark("orchestration_overhead", goal="median pipeline-run overhead (wall - step compute)",
+           better="lower", target=2.0)
+def orchestration_overhead() -> Result:
+    runs = pipeline_runs()
+    floor = statistics.median(floor_overheads())
+    overheads = [wall - compute for wall, compute, _ in runs]
+    median = statistics.median(overheads)
+    failed = sum(not ok for *_, ok in runs)
+    detail = (
+        f"wall med {statistics.median(r[0] for r in runs):.2f} s, "
+        f"compute med {statistics.median(r[1] for r in runs):.2f} s, per-run overhead {_s(overheads)} s"
+        f"{f' ({failed} failed run(s))' if failed else ''}; floor ({FLOOR_ASSETS} trivial assets, "
+        f"materialize) {floor:.3f} s -> overhead/floor {median / floor:.1f}x"
+    )
+    return Result(value=median, unit="s", detail=detail)

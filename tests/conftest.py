@@ -1,0 +1,50 @@
+"""Shared fixtures: an isolated embedded stack per test, small configs, distributed clean-up."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+import torch
+
+from mlassets.core.config import PipelineConfig, load_config, shipped_configs
+
+warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _destroy_process_group():
+    yield
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
+def small_flights(sample: float = 0.2, **gate: object) -> PipelineConfig:
+    """The shipped flights config on a deterministic sample of each month (small slices may gate)."""
+    cfg = load_config(shipped_configs()["flights"])
+    return dataclasses.replace(
+        cfg,
+        dataset=dataclasses.replace(cfg.dataset, sample_fraction=sample),
+        gate=dataclasses.replace(cfg.gate, slice_min_rows=40, **gate),
+    )
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> str:
+    """An empty embedded stack ($MLASSETS_HOME) for one test."""
+    path = tmp_path / "mlassets-home"
+    monkeypatch.setenv("MLASSETS_HOME", str(path))
+    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(var, raising=False)
+    return str(path)
+
