@@ -7,8 +7,6 @@ slice rule while the champion stays where it was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dagster as dg
 import mlflow
 import numpy as np
@@ -18,42 +16,9 @@ from mlassets.core import lineage, registry, tracking
 from mlassets.core.datasets import month_tables
 from mlassets.core.features import feature_columns
 from mlassets.core.sources import get_source
-from mlassets.definitions import build_definitions
-from mlassets.demo import VersionRow, ingest, run_pipeline
-from mlassets.instance import get_instance
-from tests.conftest import small_flights
+from tests.defs.conftest import Demo
 
 pytestmark = pytest.mark.e2e
-BROKEN = ("carrier=UA", 240.0)
-
-
-@dataclass
-class Demo:
-    cfg: object
-    defs: dg.Definitions
-    instance: dg.DagsterInstance
-    rows: list[VersionRow]
-    champions: list[str | None]  # champion version after each row
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Demo:
-    home = tmp_path_factory.mktemp("e2e-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLASSETS_HOME", str(home))
-        mp.delenv("DAGSTER_HOME", raising=False)
-        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        cfg = small_flights(slice_max_regression=0.03)  # the platform default; the sample is small
-        defs, instance = build_definitions([cfg]), get_instance()
-        rows, champions = [], []
-        for month, broken in (("2013-01", None), ("2013-02", None), ("2013-03", BROKEN)):
-            version = ingest(defs, instance, cfg, month, *(broken or ("", 0.0)))
-            rows.append(run_pipeline(defs, instance, cfg, month, version))
-            tracking.configure()
-            champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
-            champions.append(str(champ.version) if champ else None)
-        yield Demo(cfg, defs, instance, rows, champions)
-        instance.dispose()
 
 
 def test_first_version_becomes_champion_on_absolute_thresholds(demo):

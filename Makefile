@@ -1,0 +1,36 @@
+# Two commands: `make demo` and `make test`. Both install whatever is missing first.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test ui bench lint lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "mlassets needs Python 3.11 (set PYTHON=python3.11)")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
+	$(BIN)/mlassets demo $(ARGS)
+
+test: $(STAMP)  ## lint, then the whole test suite
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(ARGS)
+
+ui: $(STAMP)  ## Dagster UI on 127.0.0.1:3000 and MLflow UI on 127.0.0.1:5000
+	$(BIN)/mlassets ui
+
+bench: $(STAMP)  ## benchmarks: one table of ratios measured in one run
+	$(BIN)/python -m bench
+
+lock:  ## re-resolve requirements.lock from pyproject.toml in a scratch venv
+	rm -rf /tmp/mlassets-lock && $(PYTHON) -m venv /tmp/mlassets-lock
+	/tmp/mlassets-lock/bin/pip install --quiet '.[test]'
+	(echo '# Every package pinned. Regenerate: make lock (torch pinned without the +cpu label).'; \
+	 /tmp/mlassets-lock/bin/pip freeze --all --exclude-editable | grep -vE '^(pip|mlassets)==' | sed 's/+cpu$$//') > requirements.lock
+
+clean:
+	rm -rf $(VENV) .mlassets

@@ -1,0 +1,47 @@
+"""A session-wide end-to-end run of the pipeline on the embedded stack, shared by the e2e and UI tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dagster as dg
+import pytest
+
+from mlassets.core import registry, tracking
+from mlassets.core.config import PipelineConfig
+from mlassets.definitions import build_definitions
+from mlassets.demo import VersionRow, ingest, run_pipeline
+from mlassets.instance import get_instance
+from tests.conftest import small_flights
+
+BROKEN = ("carrier=UA", 240.0)
+
+
+@dataclass
+class Demo:
+    cfg: PipelineConfig
+    home: str
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+    rows: list[VersionRow]
+    champions: list[str | None]  # champion version after each row
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory) -> Demo:
+    home = tmp_path_factory.mktemp("e2e-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLASSETS_HOME", str(home))
+        mp.delenv("DAGSTER_HOME", raising=False)
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        cfg = small_flights(slice_max_regression=0.03)  # the platform default; the sample is small
+        defs, instance = build_definitions([cfg]), get_instance()
+        rows, champions = [], []
+        for month, broken in (("2013-01", None), ("2013-02", None), ("2013-03", BROKEN)):
+            version = ingest(defs, instance, cfg, month, *(broken or ("", 0.0)))
+            rows.append(run_pipeline(defs, instance, cfg, month, version))
+            tracking.configure()
+            champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
+            champions.append(str(champ.version) if champ else None)
+        yield Demo(cfg, str(home), defs, instance, rows, champions)
+        instance.dispose()

@@ -1,0 +1,45 @@
+"""A schema-invalid data version fails its blocking check, and nothing downstream materializes."""
+
+from __future__ import annotations
+
+import dagster as dg
+import mlflow
+import pytest
+
+from mlassets.core import tracking
+from mlassets.core.datasets import ingest_month, month_tables
+from mlassets.core.store import open_store
+from mlassets.definitions import build_definitions
+from mlassets.demo import run_pipeline
+from mlassets.instance import get_instance
+from tests.conftest import small_flights
+
+pytestmark = pytest.mark.e2e
+DOWNSTREAM = ("features", "candidate_model", "evaluation", "gate_result", "registered_model", "champion")
+
+
+def test_schema_invalid_month_is_blocked_before_features(home):
+    cfg = small_flights()
+    defs, instance = build_definitions([cfg]), get_instance()
+    tables = month_tables(cfg, "2013-01")
+    flights = tables["flights"].copy()
+    flights.loc[7, "origin"] = "XXX"
+    commit = ingest_month(open_store(), cfg, "2013-01", {**tables, "flights": flights})
+    instance.add_dynamic_partitions("flights_data_versions", [commit.id])
+
+    row = run_pipeline(defs, instance, cfg, "2013-01", commit.id)
+
+    assert row.decision == "invalid data" and not row.success
+    assert any("'origin'" in r and "XXX" in r for r in row.reasons), row.reasons
+    snapshot = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", "snapshot"]), asset_partitions=[commit.id]), limit=1
+    ).records
+    assert snapshot[0].asset_materialization.metadata["data_commit"].value == commit.id
+    for name in DOWNSTREAM:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", name]), asset_partitions=[commit.id]), limit=1
+        ).records
+        assert not records, f"{name} materialized from invalid data"
+    tracking.configure()
+    assert not mlflow.MlflowClient().search_registered_models()
+    instance.dispose()

@@ -1,0 +1,90 @@
+"""``mlassets ui`` serves the demo's assets, groups and materializations on 127.0.0.1, and stops cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.defs.conftest import Demo
+
+pytestmark = pytest.mark.e2e
+
+ASSETS = "{ assetNodes { assetKey { path } groupName } }"
+MATERIALIZATIONS = """{ assetOrError(assetKey: {path: ["flights", "%s"]}) {
+  ... on Asset { assetMaterializations(limit: 20) { partition runId } } } }"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _wait(url: str, body: dict | None, deadline: float, proc: subprocess.Popen) -> dict:
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "mlassets ui exited early"
+        try:
+            return _get(url, body)
+        except OSError:
+            time.sleep(1)
+    raise AssertionError(f"{url} did not answer in time")
+
+
+def test_ui_shows_demo_materializations(demo: Demo):
+    port, mlflow_port = _free_port(), _free_port()
+    env = {**os.environ, "MLASSETS_HOME": demo.home}
+    env.pop("DAGSTER_HOME", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlassets.cli", "ui", "--port", str(port), "--mlflow-port", str(mlflow_port)],
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        graphql = f"http://127.0.0.1:{port}/graphql"
+        nodes = _wait(graphql, {"query": ASSETS}, deadline, proc)["data"]["assetNodes"]
+        groups = {"/".join(n["assetKey"]["path"]): n["groupName"] for n in nodes}
+        assert groups["flights/raw_flights"] == "data" and groups["flights/champion"] == "registry"
+        assert groups["flights/gate_result"] == "evaluation" and groups["flights/snapshot"] == "snapshot"
+        found = _get(graphql, {"query": MATERIALIZATIONS % "candidate_model"})["data"]["assetOrError"]
+        partitions = {m["partition"] for m in found["assetMaterializations"]}
+        assert partitions == {row.data_version for row in demo.rows}
+        name = demo.cfg.model.registered_name
+        url = f"http://127.0.0.1:{mlflow_port}/api/2.0/mlflow/registered-models/get?name={name}"
+        model = _wait(url, None, deadline, proc)["registered_model"]
+        assert {a["alias"] for a in model.get("aliases", [])} >= {"champion"}
+        with pytest.raises(OSError):  # loopback only: not reachable on another local address
+            socket.create_connection((_other_address(), port), timeout=2).close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError("mlassets ui did not stop on SIGTERM") from None
+    assert proc.returncode is not None
+
+
+def _other_address() -> str:
+    """A non-loopback address of this machine (falls back to 127.0.0.2, which a 127.0.0.1 bind refuses)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            address = s.getsockname()[0]
+    except OSError:
+        address = "127.0.0.2"
+    return address if not address.startswith("127.0.0.1") else "127.0.0.2"
