@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import types
-import typing
 import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +15,9 @@ from typing import Any, Literal
 
 import yaml
 
+from mlassets.core._typed import ConfigError, build
 
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown or of the wrong type."""
+__all__ = ["ConfigError", "PipelineConfig", "load_config", "parse_config", "shipped_configs"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +39,7 @@ class DatasetConfig:
     slices: list[str]
     months: list[str]
     columns: dict[str, ColumnSpec]
+    task: Literal["regression", "binary"] = "regression"  # binary: the target is 0/1, models give P(1)
     min_rows: int = 1000  # per month
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
 
@@ -64,15 +63,37 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class FaultConfig:
+    """Fault injection for tests, demos and the dashboard; everything off by default."""
+
+    slow_loader_ms: float = 0.0  # added to every batch fetch, every rank
+    slow_rank: int = -1  # this rank sleeps slow_rank_ms per step
+    slow_rank_ms: float = 0.0
+    allreduce_delay_ms: float = 0.0  # added inside the gradient all-reduce
+    heavy_compute: int = 0  # extra matmuls per step
+    crash_at_step: int = -1  # raise at this global step (once per run directory)
+
+
+@dataclass(frozen=True)
 class TrainingConfig:
     epochs: int = 4
-    batch_size: int = 512
+    batch_size: int = 512  # global batch, split across ranks
     lr: float = 0.003
     weight_decay: float = 0.0
     loss: Literal["l1", "mse", "huber"] = "l1"
     seed: int = 42
-    threads: int = 1
-    nproc: int = 1
+    threads: int = 1  # per rank
+    nproc: int = 1  # ranks on this node (torchrun --nproc-per-node)
+    backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl on CUDA, gloo on CPU
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16 autocast on GPU only
+    sharding: Literal["ddp", "fsdp"] = "ddp"  # fsdp: FSDP2 fully_shard, sharded checkpoints
+    checkpoint_every_steps: int = 0  # 0: at the end of every epoch only
+    checkpoint_every_minutes: float = 0.0
+    keep_last: int = 2  # checkpoints kept in the working area, plus the best
+    async_checkpoint: bool = True
+    collective_timeout_s: int = 120
+    telemetry_every_steps: int = 50  # aggregates to MLflow this often
+    faults: FaultConfig = field(default_factory=FaultConfig)
 
 
 @dataclass(frozen=True)
@@ -84,6 +105,9 @@ class GateConfig:
     bootstrap_samples: int = 1000
     confidence: float = 0.95
     absolute_max_metric: float = 60.0
+    latency_p99_ms: float = 50.0  # single-row p99 budget
+    max_size_mb: float = 100.0  # serialized model budget
+    calibration_max_ece: float = 0.05  # binary task only
     prediction_min: float = -200.0
     prediction_max: float = 1500.0
     promotion: Literal["auto", "manual"] = "auto"
@@ -104,72 +128,6 @@ class PipelineConfig:
         """sha256 of the canonical JSON form: equal configs hash equal whatever the YAML layout."""
         blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _coerce(tp: Any, value: Any, path: str) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, path)
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{path}: {_describe(value)} is not one of {list(args)}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"{path}: expected a list, got {_describe(value)}")
-        return [_coerce(args[0], v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{path}: expected a mapping, got {_describe(value)}")
-        return {str(k): _coerce(args[1], v, f"{path}.{k}") for k, v in value.items()}
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, path)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{path}: expected true/false, got {_describe(value)}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: expected an integer, got {_describe(value)}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{path}: expected a number, got {_describe(value)}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{path}: expected a string, got {_describe(value)}")
-        return value
-    raise ConfigError(f"{path}: unsupported type {tp}")  # pragma: no cover - schema bug
-
-
-def _build(cls: type, data: Any, path: str) -> Any:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path or 'config'}: expected a mapping, got {_describe(data)}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        where = f"{path}.{unknown[0]}" if path else unknown[0]
-        raise ConfigError(f"{where}: unknown key (allowed: {', '.join(sorted(names))})")
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        key = f"{path}.{f.name}" if path else f.name
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ConfigError(f"{key}: required key is missing")
-            continue
-        kwargs[f.name] = _coerce(hints[f.name], data[f.name], key)
-    return cls(**kwargs)
 
 
 def _check(cfg: PipelineConfig) -> None:
@@ -208,6 +166,8 @@ def _check(cfg: PipelineConfig) -> None:
                           f"{cfg.model.hidden}")
     if cfg.training.nproc != 1:  # the training process runs one rank for now
         raise ConfigError(f"training.nproc: {cfg.training.nproc} ranks are not supported yet; use 1")
+    if cfg.training.keep_last < 1:
+        raise ConfigError(f"training.keep_last: must be >= 1, got {cfg.training.keep_last}")
     try:
         zoneinfo.ZoneInfo(feats.timezone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -219,7 +179,7 @@ def _check(cfg: PipelineConfig) -> None:
 
 
 def parse_config(data: Any) -> PipelineConfig:
-    cfg = _build(PipelineConfig, data, "")
+    cfg = build(PipelineConfig, data, "")
     _check(cfg)
     return cfg
 

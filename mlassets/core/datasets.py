@@ -64,9 +64,9 @@ def corrupt_training_labels(
     last_day = int(frame["day"].max())
     cutoff = last_day - cfg.features.holdout_days - cfg.features.validation_days
     rows = (frame[corruption.column].astype(str) == corruption.value) & (frame["day"] <= cutoff)
-    upper = cfg.dataset.columns[cfg.dataset.target].max
+    spec = cfg.dataset.columns[cfg.dataset.target]
     shifted = frame.loc[rows, cfg.dataset.target] + corruption.shift
-    frame.loc[rows, cfg.dataset.target] = shifted.clip(upper=upper) if upper is not None else shifted
+    frame.loc[rows, cfg.dataset.target] = shifted.clip(lower=spec.min, upper=spec.max)
     return frame
 
 

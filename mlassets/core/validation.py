@@ -12,7 +12,8 @@ import pandera.pandas as pa
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
 
-_DTYPES = {"int": "int64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
+# int columns are validated as float64 plus an integer_valued check, so 1545.5 is reported, not truncated.
+_DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,11 @@ class CheckOutcome:
     failures: int = 0
 
 
+_INTEGRAL = pa.Check(lambda s: (s % 1 == 0) | s.isna(), name="integer_valued")
+
+
 def _column(name: str, spec: ColumnSpec) -> pa.Column:
-    checks = []
+    checks = [_INTEGRAL] if spec.dtype == "int" else []
     if spec.min is not None:
         checks.append(pa.Check.ge(spec.min))
     if spec.max is not None:

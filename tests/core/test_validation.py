@@ -153,11 +153,6 @@ def test_validation_does_not_modify_the_frame(flights: pd.DataFrame, january: pd
     pd.testing.assert_frame_equal(flights, january)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: coerce=True casts a float column to int64 by truncation, so a fractional value in an int "
-    "column (flight=1545.5) passes the schema instead of failing as a wrong dtype",
-)
 def test_fractional_value_in_int_column_fails(flights: pd.DataFrame, cfg: PipelineConfig) -> None:
     flights["flight"] = flights["flight"].astype("float64")
     flights.loc[3, "flight"] = 1545.5
