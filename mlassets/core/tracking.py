@@ -13,6 +13,7 @@ import yaml
 from mlassets.core import paths
 
 EXPERIMENT = "mlassets"
+CONFIG_ARTIFACT = "config/pipeline.json"  # the full recorded config of a training run (rebuild reads it)
 PYFUNC_CODE = Path(__file__).with_name("mlflow_pyfunc.py")
 
 
@@ -40,7 +41,8 @@ def flatten(prefix: str, value: Any) -> dict[str, str]:
 
 
 def log_training(config: Mapping[str, Any], result: Mapping[str, Any]) -> None:
-    """Params, per-epoch curves and final metrics of a training result into the active run."""
+    """Params (and the whole config as JSON), per-epoch curves and final metrics into the active run."""
+    mlflow.log_dict(dict(config), CONFIG_ARTIFACT)
     params = flatten("", config)
     for chunk_start in range(0, len(params), 100):
         mlflow.log_params(dict(list(params.items())[chunk_start : chunk_start + 100]))

@@ -1,0 +1,79 @@
+"""Rebuild a registered model from its registry record alone: identical predictions, or the reason why not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlassets.cli import main
+from mlassets.core import lineage
+from mlassets.core.registry import RegistryError
+from mlassets.core.reproduce import RebuildReport, environment_reasons, rebuild
+
+pytestmark = pytest.mark.e2e
+MODEL = "flights_arr_delay"
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory) -> Path:
+    """One version trained and registered by a clean clone of this repository's HEAD."""
+    root = tmp_path_factory.mktemp("rebuild")
+    clone, home = root / "clone", root / "home"
+    subprocess.run(["git", "clone", "-q", str(lineage.PROJECT_ROOT), str(clone)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(clone), "MLASSETS_HOME": str(home)}
+    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI"):
+        env.pop(var, None)
+    subprocess.run([sys.executable, "-m", "mlassets.cli", "demo", "--months", "1", "--sample", "0.1",
+                    "--broken-month", ""], cwd=clone, env=env, check=True, capture_output=True)
+    return home
+
+
+@pytest.fixture
+def in_home(registered, monkeypatch) -> Path:
+    monkeypatch.setenv("MLASSETS_HOME", str(registered))
+    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(var, raising=False)
+    return registered
+
+
+def test_rebuild_from_the_record_alone_is_identical(in_home, capsys):
+    shutil.rmtree(in_home / "work")  # every local training artifact and cache is gone
+    report = rebuild(MODEL, "1")
+    assert report.identical, report.lines()
+    assert report.weights_match and report.rows > 0 and report.max_abs_diff == 0.0
+    assert report.not_exact_because == []
+    assert main(["rebuild", MODEL, "--version", "1"]) == 0
+    assert "identical predictions" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("model", "version", "message"), [
+    ("no_such_model", "1", "model 'no_such_model' has no version '1'"),
+    (MODEL, "99", f"model '{MODEL}' has no version '99'"),
+])
+def test_unknown_model_or_version_is_a_clear_error(in_home, capsys, model, version, message):
+    with pytest.raises(RegistryError, match=message):
+        rebuild(model, version)
+    assert main(["rebuild", model, "--version", version]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_reasons_a_rebuild_cannot_be_exact():
+    here = lineage.environment()
+    same = {"git_dirty": "false", **here, "lock_hash": lineage.lock_hash()}
+    assert environment_reasons(same) == []
+    reasons = environment_reasons({**same, "git_dirty": "true", "cpu_capability": "NO AVX", "torch_version": "1.0"})
+    assert any("dirty" in r for r in reasons)
+    assert any(r.startswith("cpu_capability was 'NO AVX'") for r in reasons)
+    assert any(r.startswith("torch_version was '1.0'") for r in reasons)
+
+
+def test_report_says_how_predictions_differ():
+    report = RebuildReport("m", "3", rows=10, identical=False, max_abs_diff=0.25, weights_match=False,
+                           not_exact_because=["cpu_capability was 'AVX2', here it is 'AVX512'"])
+    text = "\n".join(report.lines())
+    assert "predictions DIFFER" in text and "0.25" in text and "cannot be exact: cpu_capability" in text
