@@ -18,15 +18,18 @@ PYFUNC_CODE = Path(__file__).with_name("mlflow_pyfunc.py")
 
 
 def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> str:
-    """Point MLflow at the tracking store and make sure the experiment exists with local artifacts."""
+    """Point MLflow at the tracking store and make ``experiment`` (artifacts under the home) the active one.
+
+    Never leave runs to MLflow's default experiment: with a sqlite store its artifacts go to ``./mlruns``.
+    """
     mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
     existing = mlflow.get_experiment_by_name(experiment)
-    if existing is not None:
-        return existing.experiment_id
-    try:
-        return mlflow.create_experiment(experiment, artifact_location=paths.mlflow_artifact_root())
-    except mlflow.exceptions.MlflowException:  # created concurrently
-        return mlflow.get_experiment_by_name(experiment).experiment_id
+    if existing is None:
+        try:
+            mlflow.create_experiment(experiment, artifact_location=paths.mlflow_artifact_root())
+        except mlflow.exceptions.MlflowException:  # created concurrently
+            pass
+    return mlflow.set_experiment(experiment).experiment_id
 
 
 def flatten(prefix: str, value: Any) -> dict[str, str]:
