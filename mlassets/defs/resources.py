@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import dagster as dg
 from dagster_mlflow.resources import CONFIG_SCHEMA, MlFlow
+from pydantic import Field
 
 from mlassets.core import tracking
 from mlassets.core.store import VersionedStore, open_store
 
 
 class StoreResource(dg.ConfigurableResource):
-    """The ``VersionedStore`` backend (``local`` under ``$MLASSETS_HOME/store`` by default)."""
+    """The ``VersionedStore`` backend: ``local`` under ``$MLASSETS_HOME/store`` (default) or ``lakefs``.
 
-    backend: str = "local"
-    root: str = ""
+    lakeFS settings left empty come from the SDK's own variables (``LAKECTL_SERVER_ENDPOINT_URL``,
+    ``LAKECTL_CREDENTIALS_ACCESS_KEY_ID``, ``LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY``); give the secret as
+    ``dg.EnvVar(...)`` if not through that variable, never as a literal. It is kept out of ``repr``.
+    """
+
+    backend: str = Field(default="local", description="'local' or 'lakefs'")
+    root: str = Field(default="", description="local: the store directory (default $MLASSETS_HOME/store)")
+    endpoint: str = Field(default="", description="lakeFS: server URL (default $LAKECTL_SERVER_ENDPOINT_URL)")
+    access_key_id: str = Field(default="", description="lakeFS: default $LAKECTL_CREDENTIALS_ACCESS_KEY_ID")
+    secret_access_key: str = Field(default="", repr=False,
+                                   description="lakeFS: default $LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY")
+    namespace: str = Field(default="", description="lakeFS: storage namespace of new repos, e.g. s3://b/p/{repo}")
 
     def open(self) -> VersionedStore:
-        return open_store(self.backend, **({"root": self.root} if self.root else {}))
+        if self.backend == "lakefs":
+            return open_store("lakefs", endpoint=self.endpoint, access_key_id=self.access_key_id,
+                              secret_access_key=self.secret_access_key, namespace=self.namespace)
+        return open_store(self.backend, root=self.root)
 
 
 @dg.resource(config_schema=CONFIG_SCHEMA)

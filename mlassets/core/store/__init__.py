@@ -9,20 +9,34 @@ from mlassets.core.store.base import (
     InvalidName,
     NotFound,
     StoreError,
+    Transaction,
     VersionedStore,
 )
 
+BACKENDS = ("local", "lakefs")
+
 
 def open_store(backend: str = "local", **options: str) -> VersionedStore:
-    """Open a store backend by name: ``local`` (default, under ``$MLASSETS_HOME/store``)."""
+    """Open a store backend by name.
+
+    ``local`` (default): ``root`` (default ``$MLASSETS_HOME/store``). ``lakefs``: ``endpoint``,
+    ``access_key_id``, ``secret_access_key`` (each defaulting to the SDK's ``LAKECTL_*`` variables) and
+    ``namespace`` (storage namespace of new repositories). Empty options count as unset.
+    """
+    options = {k: v for k, v in options.items() if v}
     if backend == "local":
         from mlassets.core.paths import store_root
         from mlassets.core.store.local import LocalStore
 
         return LocalStore(options.get("root") or store_root())
-    raise ValueError(f"store backend {backend!r} is not known (choose: local)")
+    if backend == "lakefs":
+        from mlassets.core.store.lakefs import LakeFSStore
+
+        return LakeFSStore(**options)
+    raise ValueError(f"store backend {backend!r} is not known (choose: {', '.join(BACKENDS)})")
 
 
 __all__ = [
-    "Change", "Commit", "Conflict", "InvalidName", "NotFound", "StoreError", "VersionedStore", "open_store",
+    "BACKENDS", "Change", "Commit", "Conflict", "InvalidName", "NotFound", "StoreError", "Transaction",
+    "VersionedStore", "open_store",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import sqlite3
 import tempfile
@@ -13,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from mlassets.core.store.base import Commit, Conflict, NotFound
+from mlassets.core.store.base import Change, Commit, NotFound
 
 # path -> (sha256 hex, size in bytes)
 Tree = dict[str, tuple[str, int]]
@@ -37,14 +38,12 @@ def canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def check_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
-    """A copy of ``metadata``; ValueError naming the key unless every key and value is a str."""
-    meta = dict(metadata or {})
-    for key, value in meta.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            bad = key if not isinstance(key, str) else value
-            raise ValueError(f"metadata key {key!r}: keys and values must be str, got {type(bad).__name__}")
-    return meta
+def diff_trees(a: Tree, b: Tree) -> list[Change]:
+    """What changed from tree ``a`` to tree ``b``, sorted by path."""
+    changes = [Change(p, "removed") for p in a.keys() - b.keys()]
+    changes += [Change(p, "added") for p in b.keys() - a.keys()]
+    changes += [Change(p, "changed") for p in a.keys() & b.keys() if a[p][0] != b[p][0]]
+    return sorted(changes, key=lambda c: c.path)
 
 
 def merge_trees(base: Tree, theirs: Tree, ours: Tree) -> tuple[Tree, list[str]]:
@@ -95,6 +94,23 @@ def put_object(objects: Path, data: bytes) -> tuple[str, int]:
 
 def get_object(objects: Path, sha: str) -> bytes:
     return object_path(objects, sha).read_bytes()
+
+
+def holds(objects: Path, sha: str, data: bytes) -> bool:
+    """Whether the object ``sha`` holds exactly ``data``: a byte compare, cheaper than hashing ``data``.
+
+    The file is mapped, not copied; ``find`` of a needle as long as the haystack can only match at 0.
+    """
+    path = object_path(objects, sha)
+    try:
+        if path.stat().st_size != len(data):
+            return False
+        if not data:
+            return True
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return mapped.find(data) == 0
+    except FileNotFoundError:
+        return False
 
 
 def put_tree(objects: Path, tree: Mapping[str, tuple[str, int]]) -> str:
@@ -154,6 +170,14 @@ def require_repo(conn: sqlite3.Connection, repo: str) -> str:
     return row[0]
 
 
+def delete_repo(conn: sqlite3.Connection, repo: str) -> None:
+    """Delete a repository's rows (NotFound if none); its objects stay, they may be shared."""
+    require_repo(conn, repo)
+    for table in ("tags", "branches", "commits"):
+        conn.execute(f"DELETE FROM {table} WHERE repo = ?", (repo,))
+    conn.execute("DELETE FROM repos WHERE name = ?", (repo,))
+
+
 def branch_head(conn: sqlite3.Connection, repo: str, branch: str) -> str:
     row = conn.execute("SELECT head FROM branches WHERE repo = ? AND name = ?", (repo, branch)).fetchone()
     if row is None:
@@ -211,11 +235,6 @@ def insert_commit(
             (repo, branch, commit_id),
         )
     return Commit(commit_id, parents, message, meta, timestamp)
-
-
-def check_head(branch: str, expected: str | None, actual: str) -> None:
-    if expected is not None and expected != actual:
-        raise Conflict(f"branch {branch!r} moved: expected head {expected}, actual head {actual}")
 
 
 def merge_base(conn: sqlite3.Connection, repo: str, left: str, right: str) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -52,6 +53,37 @@ def validate_path(path: str) -> str:
     return path
 
 
+def validate_names(repo: str, *refs: str) -> None:
+    """``validate_repo(repo)`` and ``validate_ref`` of each ref."""
+    validate_repo(repo)
+    for ref in refs:
+        validate_ref(ref)
+
+
+def check_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """A copy of ``metadata``; ValueError naming the key unless every key and value is a str."""
+    meta = dict(metadata or {})
+    for key, value in meta.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            bad = key if not isinstance(key, str) else value
+            raise ValueError(f"metadata key {key!r}: keys and values must be str, got {type(bad).__name__}")
+    return meta
+
+
+def check_head(branch: str, expected: str | None, actual: str) -> None:
+    """Conflict (naming both commits) unless ``expected`` is None or the branch head ``actual``."""
+    if expected is not None and expected != actual:
+        raise Conflict(f"branch {branch!r} moved: expected head {expected}, actual head {actual}")
+
+
+def check_changes(changes: Mapping[str, bytes | None]) -> None:
+    """InvalidName for a bad path, TypeError unless every value is bytes-like or None."""
+    for path, data in changes.items():
+        validate_path(path)
+        if data is not None and not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"object {path!r}: bytes or None expected, got {type(data).__name__}")
+
+
 @dataclass(frozen=True)
 class Commit:
     id: str
@@ -67,6 +99,31 @@ class Change:
     kind: Literal["added", "removed", "changed"]
 
 
+class Transaction(Protocol):
+    """The writer a ``VersionedStore.transaction`` yields: its writes stay invisible until it lands.
+
+    ``base`` is the commit it started from; ``commit`` is set when it has landed (the new head, or the
+    unchanged head when there was nothing to commit and ``allow_empty`` was false). ``message`` and
+    ``metadata`` may still be changed inside the with-block: the landed commit gets their final values.
+    """
+
+    repo: str
+    branch: str
+    base: str
+    message: str
+    metadata: dict[str, str]
+    commit: Commit | None
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` (visible to nobody until the transaction lands)."""
+
+    def delete(self, path: str) -> None:
+        """Delete ``path``; NotFound unless it exists at ``base`` or was put in this transaction."""
+
+    def stage(self) -> Commit:
+        """Commit the writes so far on the short-lived branch (parent ``base``), readable by id, not landed."""
+
+
 @runtime_checkable
 class VersionedStore(Protocol):
     """Repositories with branches, immutable commits, tags, diff, merge and reads at any commit.
@@ -80,6 +137,9 @@ class VersionedStore(Protocol):
         """Create an empty repository whose default branch has one empty root commit (idempotent)."""
 
     def list_repos(self) -> list[str]: ...
+
+    def delete_repo(self, repo: str) -> None:
+        """Delete a repository with its refs and commits. NotFound if it does not exist."""
 
     def create_branch(self, repo: str, branch: str, source: str) -> str:
         """Create ``branch`` at ``source`` (any ref); return its head commit id. Conflict if it exists."""
@@ -105,6 +165,25 @@ class VersionedStore(Protocol):
 
         All or nothing: on any error the branch head is unchanged. With ``expected_head`` the commit
         fails with Conflict unless the branch head is still that commit (compare-and-set).
+        """
+
+    def transaction(
+        self,
+        repo: str,
+        branch: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        *,
+        expected_head: str | None = None,
+        allow_empty: bool = False,
+    ) -> AbstractContextManager[Transaction]:
+        """Write through a short-lived branch taken from ``branch``'s head; land it as one commit on exit.
+
+        On a clean exit the changes are committed and merged into ``branch`` as ONE commit whose only
+        parent is the head at that moment (three-way merge against ``base``): Conflict, with nothing
+        landed, if a concurrent write changed a path this transaction also changed (or, with
+        ``expected_head``, if the head moved at all). On an exception nothing reaches ``branch``. The
+        short-lived branch is removed either way; a writer killed midway leaves ``branch`` untouched.
         """
 
     def get_commit(self, repo: str, ref: str) -> Commit: ...

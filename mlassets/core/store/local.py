@@ -15,11 +15,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from mlassets.core.store import _local_db as db
+from mlassets.core.store._local_tx import LocalTransaction
+from mlassets.core.store._tx import run
 from mlassets.core.store.base import (
     Change,
     Commit,
     Conflict,
     NotFound,
+    check_changes,
+    check_head,
+    check_metadata,
+    validate_names,
     validate_path,
     validate_ref,
     validate_repo,
@@ -71,8 +77,7 @@ class LocalStore:
 
     def create_repo(self, repo: str, default_branch: str = "main") -> None:
         """Create an empty repository whose default branch has one empty root commit (idempotent)."""
-        validate_repo(repo)
-        validate_ref(default_branch)
+        validate_names(repo, default_branch)
         empty_tree = db.put_tree(self.objects, {})
         with self._tx() as conn:
             if conn.execute("SELECT 1 FROM repos WHERE name = ?", (repo,)).fetchone():
@@ -87,11 +92,14 @@ class LocalStore:
         with self._conn() as conn:
             return [r[0] for r in conn.execute("SELECT name FROM repos ORDER BY name")]
 
+    def delete_repo(self, repo: str) -> None:
+        """Delete a repository's refs and commits (its objects stay: they may be shared)."""
+        with self._tx() as conn:
+            db.delete_repo(conn, validate_repo(repo))
+
     def create_branch(self, repo: str, branch: str, source: str) -> str:
         """Create ``branch`` at ``source`` (any ref); return its head commit id. Conflict if it exists."""
-        validate_repo(repo)
-        validate_ref(branch)
-        validate_ref(source)
+        validate_names(repo, branch, source)
         with self._tx() as conn:
             head = db.resolve(conn, repo, source)
             try:
@@ -102,8 +110,7 @@ class LocalStore:
 
     def delete_branch(self, repo: str, branch: str) -> None:
         """Delete ``branch`` (its commits stay). Conflict for the default branch."""
-        validate_repo(repo)
-        validate_ref(branch)
+        validate_names(repo, branch)
         with self._tx() as conn:
             if branch == db.require_repo(conn, repo):
                 raise Conflict(f"branch {branch!r} is the default branch of {repo!r}; it cannot be deleted")
@@ -123,9 +130,7 @@ class LocalStore:
 
     def create_tag(self, repo: str, tag: str, ref: str) -> str:
         """Tag the commit ``ref`` names; return its id. Conflict if the tag exists."""
-        validate_repo(repo)
-        validate_ref(tag)
-        validate_ref(ref)
+        validate_names(repo, tag, ref)
         with self._tx() as conn:
             commit_id = db.resolve(conn, repo, ref)
             try:
@@ -154,20 +159,16 @@ class LocalStore:
         expected_head: str | None = None,
     ) -> Commit:
         """Atomically apply ``changes`` (path -> bytes, or None to delete) as one new commit on ``branch``."""
-        validate_repo(repo)
-        validate_ref(branch)
+        validate_names(repo, branch)
         if not isinstance(message, str):
             raise ValueError(f"commit message must be str, got {type(message).__name__}")
-        meta = db.check_metadata(metadata)
-        for path, data in changes.items():
-            validate_path(path)
-            if data is not None and not isinstance(data, bytes | bytearray | memoryview):
-                raise TypeError(f"object {path!r}: bytes or None expected, got {type(data).__name__}")
+        meta = check_metadata(metadata)
+        check_changes(changes)
         # Objects first (content-addressed, harmless if orphaned), then one transaction moves the branch.
         staged = {p: None if d is None else db.put_object(self.objects, d) for p, d in changes.items()}
         with self._tx() as conn:
             head = db.branch_head(conn, repo, branch)
-            db.check_head(branch, expected_head, head)
+            check_head(branch, expected_head, head)
             tree = db.get_tree(self.objects, db.commit_row(conn, repo, head)[1])
             for path, entry in staged.items():
                 if entry is not None:
@@ -177,15 +178,22 @@ class LocalStore:
             tree_id = db.put_tree(self.objects, tree)
             return db.insert_commit(conn, repo, branch, (head,), tree_id, message, meta, time.time())
 
+    @contextlib.contextmanager
+    def transaction(
+        self, repo: str, branch: str, message: str, metadata: Mapping[str, str] | None = None, *,
+        expected_head: str | None = None, allow_empty: bool = False,
+    ) -> Iterator[LocalTransaction]:
+        """Stage writes on top of ``branch``'s head; land them as one commit on exit (see ``_local_tx``)."""
+        with run(LocalTransaction(self, repo, branch, message, metadata, expected_head, allow_empty)) as tx:
+            yield tx
+
     def merge(
         self, repo: str, source: str, destination: str, message: str = "",
         metadata: Mapping[str, str] | None = None,
     ) -> Commit:
         """Three-way merge of ``source`` into branch ``destination``; Conflict if both changed one path."""
-        validate_repo(repo)
-        validate_ref(source)
-        validate_ref(destination)
-        meta = db.check_metadata(metadata)
+        validate_names(repo, source, destination)
+        meta = check_metadata(metadata)
         with self._tx() as conn:
             theirs = db.resolve(conn, repo, source)
             ours = db.branch_head(conn, repo, destination)
@@ -240,10 +248,7 @@ class LocalStore:
         with self._conn() as conn:
             _, a = self._tree_at(conn, repo, left)
             _, b = self._tree_at(conn, repo, right)
-        changes = [Change(p, "removed") for p in a.keys() - b.keys()]
-        changes += [Change(p, "added") for p in b.keys() - a.keys()]
-        changes += [Change(p, "changed") for p in a.keys() & b.keys() if a[p][0] != b[p][0]]
-        return sorted(changes, key=lambda c: c.path)
+        return db.diff_trees(a, b)
 
     def uri(self, repo: str, ref: str, path: str = "") -> str:
         """``local://<repo>/<commit id>/<path>``."""

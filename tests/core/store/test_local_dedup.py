@@ -61,3 +61,26 @@ def test_reopen_sees_same_data_and_uri_format(tmp_path: Path) -> None:
     assert isinstance(again, LocalStore)
     assert again.read("reopen", "main", "months/2013-01.parquet") == b"p"
     assert again.uri("reopen", "main", "months/2013-01.parquet") == f"local://reopen/{c.id}/months/2013-01.parquet"
+
+
+def test_transaction_reput_of_unchanged_bytes_reuses_the_object(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.create_repo("reput")
+    data = b"partition " * 1000
+    with store.transaction("reput", "main", "first") as tx:
+        tx.put("p.parquet", data)
+        tx.put("empty", b"")
+    first = tx.commit
+    files = {p: p.stat().st_mtime_ns for p in _object_files(tmp_path)}
+    with store.transaction("reput", "main", "unchanged") as tx:
+        tx.put("p.parquet", data)
+        tx.put("empty", b"")
+    assert tx.commit == first  # nothing new to land: no commit
+    assert {p: p.stat().st_mtime_ns for p in _object_files(tmp_path)} == files  # nothing rewritten
+    same_size = data[:-1] + b"!"  # same length, different last byte: must be stored, not reused
+    with store.transaction("reput", "main", "changed") as tx:
+        tx.put("p.parquet", same_size)
+    assert tx.commit is not None and tx.commit.parents == (first.id,)
+    assert store.read("reput", "main", "p.parquet") == same_size
+    assert store.read("reput", first.id, "p.parquet") == data
+    assert len(_files_holding(tmp_path, same_size)) == 1
