@@ -17,7 +17,10 @@ from collections.abc import Iterator, Sequence
 
 from bench.registry import Benchmark, registered
 
-MODULES: tuple[str, ...] = ("bench.orchestration",)  # add new bench/*.py modules here
+# add new bench/*.py modules here
+MODULES: tuple[str, ...] = (
+    "bench.orchestration", "bench.evaluation", "bench.store", "bench.features", "bench.training",
+)
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")
 HEADER = ("name", "measured", "goal", "met?", "detail")
 

@@ -1,4 +1,4 @@
-"""The ``mlassets`` command: ``demo`` and ``ui`` on the embedded stack."""
+"""The ``mlassets`` command: demo, ui, promote, rollback, history and rebuild on the embedded stack."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 import time
 import warnings
 
+from mlassets.cli_rebuild import add_parser as add_rebuild
+from mlassets.cli_registry import add_commands
 from mlassets.core.config import ConfigError, PipelineConfig, load_config, shipped_configs
 
 
@@ -20,6 +22,7 @@ def _config(name_or_path: str, sample: float | None) -> PipelineConfig:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from mlassets.cli_registry import history_text
     from mlassets.definitions import build_definitions
     from mlassets.demo import format_table, run_demo
     from mlassets.instance import get_instance
@@ -38,6 +41,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print()
     print(format_table(rows))
     print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
+    print(f"\nPromotion log of {cfg.model.registered_name} (mlassets history):")
+    print(history_text(cfg.model.registered_name)[0])
     return 0
 
 
@@ -63,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=3000)
     ui.add_argument("--mlflow-port", type=int, default=5000, help="0 to skip the MLflow UI")
     ui.set_defaults(func=cmd_ui)
+    add_commands(sub)
+    add_rebuild(sub)
     return parser
 
 

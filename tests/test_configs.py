@@ -110,7 +110,7 @@ def test_config_hash_is_stable_and_sensitive():
         ("training", "lr", 0, "training.lr"),
         ("model", "dropout", 1.0, "model.dropout: must be in [0, 1), got 1.0"),
         ("model", "hidden", [0], "model.embedding_dim / hidden"),
-        ("training", "nproc", 2, "training.nproc: 2 ranks"),
+        ("training", "nproc", 0, "training.nproc: must be >= 1, got 0"),
     ],
 )
 def test_out_of_range_values_are_refused(section, key, value, expected):

@@ -12,16 +12,32 @@ from mlassets.definitions import build_definitions, defs
 EXPECTED = {
     # key: (group, partitions, parents, checks)
     "flights/raw_flights": ("data", "months", [], []),
-    "flights/snapshot": ("snapshot", "flights_data_versions", ["flights/raw_flights"], ["min_rows", "schema"]),
+    "flights/snapshot": ("snapshot", "flights_data_versions", ["flights/raw_flights"],
+                         ["min_rows", "row_change", "schema", "target_mean", "target_quantiles"]),
     "flights/features": ("features", "flights_data_versions", ["flights/snapshot"], []),
-    "flights/candidate_model": ("training", "flights_data_versions", ["flights/features"], []),
+    "flights/checkpoints": ("training", "flights_data_versions", ["flights/features"], []),
+    "flights/candidate_model": ("training", "flights_data_versions", ["flights/checkpoints"], []),
     "flights/evaluation": ("evaluation", "flights_data_versions", ["flights/candidate_model"], []),
     "flights/gate_result": ("evaluation", "flights_data_versions", ["flights/evaluation"], []),
     "flights/registered_model": (
         "registry", "flights_data_versions", ["flights/candidate_model", "flights/gate_result"], ["gate_passed"]
     ),
     "flights/champion": ("registry", "flights_data_versions", ["flights/registered_model"], []),
+    "flights/predictions": ("serving", "flights_data_versions", ["flights/champion", "flights/features"], []),
 }
+
+
+def _renamed(name: str) -> dict:
+    """The flights lines for another dataset: every shipped config gets the same graph under its own name."""
+    def rename(text: str) -> str:
+        text = text.replace("raw_flights", f"raw_{name}").replace("flights/", f"{name}/")
+        return text.replace("flights_data_versions", f"{name}_data_versions")
+
+    return {rename(k): (group, rename(parts), [rename(p) for p in parents], checks)
+            for k, (group, parts, parents, checks) in EXPECTED.items()}
+
+
+SHIPPED = {**EXPECTED, **_renamed("orders"), **_renamed("orders_late")}  # one graph per shipped config
 
 
 def _partitions(node) -> str:
@@ -46,16 +62,19 @@ def _snapshot(definitions: dg.Definitions) -> dict:
 
 
 def test_asset_graph_snapshot():
-    assert _snapshot(defs) == EXPECTED
+    assert _snapshot(defs) == SHIPPED
 
 
 def test_months_and_blocking_checks():
     graph = defs.resolve_asset_graph()
     raw = graph.get(dg.AssetKey(["flights", "raw_flights"]))
     assert raw.partitions_def.get_partition_keys() == [f"2013-{m:02d}" for m in range(1, 13)]
+    weeks = graph.get(dg.AssetKey(["orders", "raw_orders"])).partitions_def.get_partition_keys()
+    assert (weeks[0], weeks[-1], len(weeks)) == ("2024-W01", "2024-W26", 26)
     specs = {spec.key.name: spec for a in defs.assets for spec in getattr(a, "check_specs", [])}
     assert {name: spec.blocking for name, spec in specs.items()} == {
-        "schema": True, "min_rows": True, "gate_passed": True,
+        "schema": True, "min_rows": True, "row_change": True, "target_mean": True, "target_quantiles": True,
+        "gate_passed": True,
     }
 
 

@@ -27,6 +27,22 @@ class ColumnSpec:
     min: float | None = None
     max: float | None = None
     allowed: list[str] | None = None
+    min_date: str | None = None  # datetime columns: inclusive ISO bounds, read as UTC ("2013-01-01")
+    max_date: str | None = None
+
+    def __post_init__(self) -> None:
+        import datetime
+
+        for name in ("min_date", "max_date"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if self.dtype != "datetime":
+                raise ConfigError(f"{name}: only datetime columns take date bounds, this one is {self.dtype!r}")
+            try:
+                datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                raise ConfigError(f"{name}: {value!r} is not an ISO date or time") from None
 
 
 @dataclass(frozen=True)
@@ -42,6 +58,15 @@ class DatasetConfig:
     task: Literal["regression", "binary"] = "regression"  # binary: the target is 0/1, models give P(1)
     min_rows: int = 1000  # per month
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
+    # Blocking count and distribution checks of new partitions against the rest of the version:
+    row_change_band: float = 0.5  # rows of a new partition within +-50% of the mean of the others
+    target_mean_band: float = 0.5  # |mean - reference mean| <= band * reference std
+    target_quantile_band: float = 0.5  # quartiles: |q - reference q| <= band * reference IQR
+
+    def __post_init__(self) -> None:
+        for name in ("row_change_band", "target_mean_band", "target_quantile_band"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"dataset.{name}: must be > 0, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,7 @@ class FaultConfig:
     allreduce_delay_ms: float = 0.0  # added inside the gradient all-reduce
     heavy_compute: int = 0  # extra matmuls per step
     crash_at_step: int = -1  # raise at this global step (once per run directory)
+    crash_rank: int = 0  # the rank that crashes at crash_at_step; -1: every rank
 
 
 @dataclass(frozen=True)
@@ -94,11 +120,13 @@ class TrainingConfig:
     collective_timeout_s: int = 120
     telemetry_every_steps: int = 50  # aggregates to MLflow this often
     faults: FaultConfig = field(default_factory=FaultConfig)
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 over all steps
+    retries: int = 1  # Dagster retries of the training step; each attempt resumes from the newest checkpoint
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    main_metric: Literal["mae", "rmse"] = "mae"
+    main_metric: Literal["mae", "rmse", "logloss", "brier"] = "mae"  # logloss/brier: binary task
     tolerance: float = 0.01
     slice_min_rows: int = 200
     slice_max_regression: float = 0.03
@@ -126,8 +154,12 @@ class PipelineConfig:
 
     def config_hash(self) -> str:
         """sha256 of the canonical JSON form: equal configs hash equal whatever the YAML layout."""
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return canonical_hash(self.to_dict())
+
+
+def canonical_hash(data: dict[str, Any]) -> str:
+    """sha256 of a config dict as recorded (``to_dict()``), independent of the code reading it later."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _check(cfg: PipelineConfig) -> None:
@@ -164,8 +196,6 @@ def _check(cfg: PipelineConfig) -> None:
     if cfg.model.embedding_dim < 1 or any(h < 1 for h in cfg.model.hidden):
         raise ConfigError(f"model.embedding_dim / hidden: sizes must be >= 1, got {cfg.model.embedding_dim} / "
                           f"{cfg.model.hidden}")
-    if cfg.training.nproc != 1:  # the training process runs one rank for now
-        raise ConfigError(f"training.nproc: {cfg.training.nproc} ranks are not supported yet; use 1")
     if cfg.training.keep_last < 1:
         raise ConfigError(f"training.keep_last: must be >= 1, got {cfg.training.keep_last}")
     try:

@@ -1,20 +1,24 @@
-"""Raw data in the versioned store: ingest a month as one commit, read any version back.
+"""Raw data in the versioned store: the layout of a dataset's repository and reads of any version.
 
-Layout of a dataset's repository (branch ``main`` is the watched branch; only ingestion writes it):
-``raw/<table>/<YYYY-MM>.parquet``. Derived artifacts go to the ``<name>-derived`` repository.
+Layout (branch ``main`` is the watched branch; only ingestion writes it, see ``ingest``):
+``raw/<table>/<partition>.parquet``, one object per table and partition (a month, a week).
+Derived artifacts go to the ``<name>-derived`` repository.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.features import local_days
 from mlassets.core.sources import get_source
-from mlassets.core.store import Commit, VersionedStore
+from mlassets.core.store import VersionedStore
 
 WATCHED_BRANCH = "main"
 
@@ -27,19 +31,86 @@ def derived_repo(cfg: PipelineConfig) -> str:
     return f"{raw_repo(cfg)}-derived"
 
 
+def main_table(cfg: PipelineConfig) -> str:
+    """The table whose rows are the examples (the source's ``MAIN_TABLE``, e.g. ``flights``)."""
+    return get_source(cfg.dataset.source).MAIN_TABLE
+
+
 def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False)
     return buf.getvalue()
 
 
-def from_parquet_bytes(blob: bytes) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(blob))
+def from_parquet_bytes(blob: bytes, columns: list[str] | None = None) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(blob), columns=columns)
+
+
+def parquet_rows(blob: bytes) -> int:
+    """Rows of a parquet object, from its footer alone."""
+    return pq.ParquetFile(io.BytesIO(blob)).metadata.num_rows
+
+
+def raw_path(table: str, partition: str) -> str:
+    return f"raw/{table}/{partition}.parquet"
+
+
+def partition_objects(store: VersionedStore, cfg: PipelineConfig, ref: str) -> dict[str, dict[str, str]]:
+    """Partition key -> {table: object path} at ``ref``, partitions in order."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    for path in store.list_objects(raw_repo(cfg), ref, prefix="raw/"):
+        _, table, name = path.split("/", 2)
+        out[name.removesuffix(".parquet")][table] = path
+    return dict(sorted(out.items()))
+
+
+def changed_partitions(store: VersionedStore, cfg: PipelineConfig, ref: str, parent: str) -> list[str]:
+    """Partitions whose raw objects ``ref`` adds or changes compared with ``parent`` (all when no parent)."""
+    if not parent:
+        return list(partition_objects(store, cfg, ref))
+    paths = [c.path for c in store.diff(raw_repo(cfg), parent, ref) if c.kind != "removed"]
+    return sorted({p.rsplit("/", 1)[-1].removesuffix(".parquet") for p in paths if p.startswith("raw/")})
+
+
+def version_months(store: VersionedStore, cfg: PipelineConfig, commit: str) -> list[str]:
+    """The partitions (months, weeks) a data version holds, oldest first."""
+    return list(partition_objects(store, cfg, commit))
+
+
+def read_table(store: VersionedStore, cfg: PipelineConfig, commit: str, table: str) -> pd.DataFrame:
+    """One raw table of a data version, all its partitions concatenated."""
+    repo = raw_repo(cfg)
+    paths = store.list_objects(repo, commit, prefix=f"raw/{table}/")
+    if not paths:
+        raise ValueError(f"data version {commit}: no {table!r} table in repository {repo!r}")
+    return pd.concat([from_parquet_bytes(store.read(repo, commit, p)) for p in paths], ignore_index=True)
+
+
+def read_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> dict[str, pd.DataFrame]:
+    repo = raw_repo(cfg)
+    tables = sorted({p.split("/")[1] for p in store.list_objects(repo, commit, prefix="raw/")})
+    return {t: read_table(store, cfg, commit, t) for t in tables}
+
+
+def month_tables(cfg: PipelineConfig, month: str) -> dict[str, pd.DataFrame]:
+    """One partition's raw tables, produced by the dataset's source."""
+    return get_source(cfg.dataset.source).load_month(month, cfg.dataset.sample_fraction)
+
+
+def tables_from_dir(directory: str | Path) -> dict[str, pd.DataFrame]:
+    """Prepared raw tables, one ``<table>.parquet`` each (a delivered file, a replay, a test's bad input)."""
+    files = sorted(Path(directory).glob("*.parquet"))
+    if not files:
+        raise ValueError(f"tables_dir {str(directory)!r}: no <table>.parquet files")
+    return {f.stem: pd.read_parquet(f) for f in files}
+
+
+# ------------------------------------------------------------------ fault injection
 
 
 @dataclass(frozen=True)
 class LabelCorruption:
-    """A "broken data day": one slice's labels shifted in a month's training rows (schema-valid)."""
+    """A "broken data day": one slice's labels shifted in a partition's training rows (schema-valid)."""
 
     column: str
     value: str
@@ -61,53 +132,10 @@ def corrupt_training_labels(
     if corruption.column not in frame.columns:
         raise ValueError(f"corrupt_slice: column {corruption.column!r} is not in the table")
     frame = frame.copy()
-    last_day = int(frame["day"].max())
-    cutoff = last_day - cfg.features.holdout_days - cfg.features.validation_days
-    rows = (frame[corruption.column].astype(str) == corruption.value) & (frame["day"] <= cutoff)
+    day = local_days(frame[cfg.dataset.time_column], cfg.features.timezone)
+    cutoff = day.max() - pd.Timedelta(days=cfg.features.holdout_days + cfg.features.validation_days)
+    rows = (frame[corruption.column].astype(str) == corruption.value) & (day <= cutoff)
     spec = cfg.dataset.columns[cfg.dataset.target]
     shifted = frame.loc[rows, cfg.dataset.target] + corruption.shift
     frame.loc[rows, cfg.dataset.target] = shifted.clip(lower=spec.min, upper=spec.max)
     return frame
-
-
-def month_tables(cfg: PipelineConfig, month: str) -> dict[str, pd.DataFrame]:
-    return get_source(cfg.dataset.source).load_month(month, cfg.dataset.sample_fraction)
-
-
-def ingest_month(
-    store: VersionedStore,
-    cfg: PipelineConfig,
-    month: str,
-    tables: Mapping[str, pd.DataFrame] | None = None,
-    metadata: Mapping[str, str] | None = None,
-) -> Commit:
-    """Commit one month's raw tables to the watched branch as one atomic commit."""
-    if month not in cfg.dataset.months:
-        raise ValueError(f"month {month!r} is not in dataset.months of {cfg.dataset.name!r}")
-    tables = month_tables(cfg, month) if tables is None else tables
-    repo = raw_repo(cfg)
-    store.create_repo(repo, default_branch=WATCHED_BRANCH)
-    changes = {f"raw/{name}/{month}.parquet": to_parquet_bytes(df) for name, df in tables.items()}
-    meta = {"month": month, "rows": str(sum(len(df) for df in tables.values())), **(metadata or {})}
-    return store.commit(repo, WATCHED_BRANCH, changes, f"Ingest {cfg.dataset.name} {month}", meta)
-
-
-def version_months(store: VersionedStore, cfg: PipelineConfig, commit: str) -> list[str]:
-    """The months a data version holds, oldest first."""
-    paths = store.list_objects(raw_repo(cfg), commit, prefix="raw/")
-    return sorted({p.rsplit("/", 1)[-1].removesuffix(".parquet") for p in paths})
-
-
-def read_table(store: VersionedStore, cfg: PipelineConfig, commit: str, table: str) -> pd.DataFrame:
-    """One raw table of a data version, all its months concatenated."""
-    repo = raw_repo(cfg)
-    paths = store.list_objects(repo, commit, prefix=f"raw/{table}/")
-    if not paths:
-        raise ValueError(f"data version {commit}: no {table!r} table in repository {repo!r}")
-    return pd.concat([from_parquet_bytes(store.read(repo, commit, p)) for p in paths], ignore_index=True)
-
-
-def read_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> dict[str, pd.DataFrame]:
-    repo = raw_repo(cfg)
-    tables = sorted({p.split("/")[1] for p in store.list_objects(repo, commit, prefix="raw/")})
-    return {t: read_table(store, cfg, commit, t) for t in tables}

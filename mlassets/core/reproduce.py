@@ -17,7 +17,7 @@ import pandas as pd
 
 from mlassets.core import lineage, paths, registry, tracking
 from mlassets.core.artifact import load_bundle
-from mlassets.core.config import parse_config
+from mlassets.core.config import canonical_hash
 
 REQUIRED = ("data_commit", "git_sha", "mlflow_run_id", "config_hash", "seed", "world_size", "threads")
 
@@ -70,7 +70,7 @@ def _config(tags: dict[str, str]) -> dict:
         config = mlflow.artifacts.load_dict(f"runs:/{tags['mlflow_run_id']}/{tracking.CONFIG_ARTIFACT}")
     except Exception as exc:  # noqa: BLE001 - MLflow raises several types for a missing artifact
         raise RebuildError(f"run {tags['mlflow_run_id']}: no recorded config ({exc})") from None
-    if parse_config(config).config_hash() != tags["config_hash"]:
+    if canonical_hash(config) != tags["config_hash"]:  # hashed as recorded: newer code may add fields
         raise RebuildError(f"run {tags['mlflow_run_id']}: recorded config does not match config_hash")
     return config
 

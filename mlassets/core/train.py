@@ -1,235 +1,192 @@
-"""Model training, run as a subprocess so it can later scale out with torchrun:
+"""Model training, one process per rank:
 
-    python -m mlassets.core.train --job job.json
-    torchrun --nproc-per-node=N -m mlassets.core.train --job job.json   # once DDP lands (world size 1 now)
+    python -m mlassets.core.train --job job.json                  # one rank, no torchrun needed
+    torchrun --standalone --nnodes=1 --nproc-per-node=2 --max-restarts=0 -m mlassets.core.train --job job.json
+    torchrun --standalone --nproc-per-node=2 --max-restarts=0 -m mlassets.core.train \\
+        --config mlassets/configs/flights.yaml --train train.parquet --validation validation.parquet --out runs/r1
 
-Writes ``<out_dir>/model`` (a bundle, see ``mlassets.core.artifact``) and ``<out_dir>/result.json``.
+``--nproc-per-node`` is ``training.nproc``. gloo on CPU, nccl on CUDA (``training.backend``). torchrun
+never restarts a rank (``--max-restarts=0``): the orchestrator retries the step, and the new attempt
+resumes from the newest valid checkpoint in ``<out>/checkpoints``. Rank 0 writes ``<out>/model`` (a
+bundle, see ``mlassets.core.artifact``), ``<out>/result.json`` and ``<out>/final_weights.pt``; every rank
+writes ``<out>/telemetry/rank<r>.parquet``. Under Dagster Pipes only rank 0 opens the Pipes channel.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
-import random
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
 import torch
-from torch import nn
 
+from mlassets.core import distributed as dd
+from mlassets.core import telemetry
 from mlassets.core.artifact import MANIFEST, WEIGHTS, ModelBundle, build_model, save_bundle
-from mlassets.core.config import PipelineConfig, parse_config
-from mlassets.core.preprocess import Preprocessor
+from mlassets.core.config import load_config, parse_config
+from mlassets.core.faults import InjectedCrash
+from mlassets.core.loader import TabularData, load_data
 from mlassets.core.reporting import PrintReporter, Reporter
+from mlassets.core.run_log import open_sink
+from mlassets.core.train_job import TrainJob
+from mlassets.core.training_loop import Trainer
 
-EVAL_BATCH = 65536
-
-
-@dataclass
-class TrainJob:
-    """Everything a training subprocess needs, as one JSON file."""
-
-    config: dict[str, Any]  # PipelineConfig.to_dict()
-    train_path: str
-    validation_path: str
-    out_dir: str
-    data_version: str
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> TrainJob:
-        data = json.loads(Path(path).read_text())
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise ValueError(f"job file {path}: {exc}") from exc
-
-    def to_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
-        return path
+CRASH_EXIT = 75  # exit status of an injected crash
 
 
-def setup_distributed() -> tuple[int, int]:
-    """``(rank, world_size)`` from the torchrun environment; only world size 1 is supported so far."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    if world_size != 1:
-        raise RuntimeError(f"WORLD_SIZE={world_size}: multi-process training is not implemented yet")
-    return rank, world_size
+def state_sha256(state: dict[str, torch.Tensor]) -> str:
+    """sha256 over names, dtypes, shapes and bytes of a state dict (equal iff bit-identical weights)."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
-def _load(path: str, columns: list[str], what: str) -> pd.DataFrame:
-    """Read only the needed columns, naming any that the file lacks."""
-    if not Path(path).is_file():
-        raise ValueError(f"{what} data {path!r} does not exist")
-    have = set(pq.read_schema(path).names)
-    for column in columns:
-        if column not in have:
-            raise ValueError(f"{what} data {path}: missing column {column!r}")
-    return pd.read_parquet(path, columns=columns)
+def _next_attempt(out_dir: Path) -> int:
+    path = out_dir / "attempts"
+    attempt = int(path.read_text()) + 1 if path.is_file() else 1
+    path.write_text(str(attempt))
+    return attempt
 
 
-def _loss(name: str) -> nn.Module:
-    losses: dict[str, nn.Module] = {"l1": nn.L1Loss(), "mse": nn.MSELoss(), "huber": nn.HuberLoss()}
-    if name not in losses:
-        raise ValueError(f"training.loss: unknown loss {name!r}")
-    return losses[name]
-
-
-def _mae(model: nn.Module, x_cat: torch.Tensor, x_num: torch.Tensor, y: np.ndarray,
-         center: float, scale: float) -> float:
-    """Mean absolute error in target units, computed in float64."""
-    model.eval()
-    preds = []
-    with torch.no_grad():
-        for start in range(0, len(y), EVAL_BATCH):
-            stop = start + EVAL_BATCH
-            preds.append(model(x_cat[start:stop], x_num[start:stop]).double().numpy())
-    pred = np.concatenate(preds) * scale + center
-    return float(np.mean(np.abs(pred - y)))
-
-
-def _train(cfg: PipelineConfig, train_df: pd.DataFrame, val_df: pd.DataFrame, reporter: Reporter,
-           rank: int, world_size: int) -> tuple[ModelBundle, list[dict[str, Any]], int, float]:
-    """The epoch loop; returns the bundle holding the best epoch's weights and the curves."""
-    feats, tr, target = cfg.features, cfg.training, cfg.dataset.target
-    pre = Preprocessor.fit(train_df, feats.categorical, feats.numeric)
-    xc, xn = pre.transform(train_df)
-    vc, vn = pre.transform(val_df)
-    y_train = train_df[target].to_numpy(dtype=np.float64)
-    y_val = val_df[target].to_numpy(dtype=np.float64)
-    center = float(np.median(y_train))
-    scale = float(np.std(y_train))
-    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
-    y = torch.from_numpy(((y_train - center) / scale).astype(np.float32))
-
-    model_config = asdict(cfg.model)
-    model = build_model(model_config, pre.cardinalities, len(pre.numeric))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay)
-    loss_fn = _loss(tr.loss)
-    curves: list[dict[str, Any]] = []
-    best_epoch, best_mae, best_state = 0, float("inf"), None
-    n = len(y)
-    for epoch in range(1, tr.epochs + 1):
-        started = time.perf_counter()
-        model.train()
-        gen = torch.Generator().manual_seed(tr.seed + epoch)
-        perm = torch.randperm(n, generator=gen)[rank::world_size]  # each rank its own shard
-        total = torch.zeros((), dtype=torch.float64)
-        for idx in perm.split(tr.batch_size):
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xc[idx], xn[idx]), y[idx])
-            loss.backward()
-            optimizer.step()
-            total += loss.detach().double() * len(idx)
-        train_loss = float(total) / len(perm)
-        val_mae = _mae(model, vc, vn, y_val, center, scale)
-        curves.append({"epoch": epoch, "train_loss": train_loss, "val_mae": val_mae})
-        reporter.log(f"epoch {epoch}/{tr.epochs}: train_loss={train_loss:.5f} val_mae={val_mae:.4f} "
-                     f"({time.perf_counter() - started:.2f}s)")
-        if best_state is None or val_mae < best_mae:
-            best_epoch, best_mae = epoch, val_mae
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    assert best_state is not None  # epochs >= 1 is enforced by the config
-    model.load_state_dict(best_state)
-    model.eval()
-    bundle = ModelBundle(model, pre, model_config, target, center, scale)
-    return bundle, curves, best_epoch, best_mae
-
-
-def run_training(job: TrainJob, reporter: Reporter) -> dict[str, Any]:
-    """Train one model for ``job``; writes ``out_dir/model`` and ``out_dir/result.json`` and returns it."""
-    started = time.perf_counter()
-    cfg = parse_config(job.config)
-    tr, feats, target = cfg.training, cfg.features, cfg.dataset.target
-    rank, world_size = setup_distributed()
-    columns = list(dict.fromkeys([*feats.categorical, *feats.numeric, target]))
-    train_df = _load(job.train_path, columns, "training")
-    val_df = _load(job.validation_path, columns, "validation")
-    for what, df in (("training", train_df), ("validation", val_df)):
-        missing_target = int(df[target].isna().sum())
-        if missing_target:
-            reporter.log(f"{what}: dropping {missing_target} rows without a {target!r} value")
-        if len(df) - missing_target == 0:
-            raise ValueError(f"{what} data is empty: no rows with a {target!r} value")
-    train_df = train_df[train_df[target].notna()].reset_index(drop=True)
-    val_df = val_df[val_df[target].notna()].reset_index(drop=True)
-
-    previous = (torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
-    random.seed(tr.seed)
-    np.random.seed(tr.seed)
-    torch.manual_seed(tr.seed)
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(tr.threads)
-    try:
-        reporter.log(f"training on {len(train_df)} rows, validating on {len(val_df)} "
-                     f"(data {job.data_version}, seed {tr.seed}, threads {tr.threads})")
-        bundle, curves, best_epoch, best_mae = _train(cfg, train_df, val_df, reporter, rank, world_size)
-    finally:
-        torch.use_deterministic_algorithms(previous[0])
-        torch.set_num_threads(previous[1])
-
-    out_dir = Path(job.out_dir)
-    bundle.meta = {"data_version": job.data_version, "config_hash": cfg.config_hash(),
-                   "torch_version": torch.__version__, "best_epoch": str(best_epoch)}
+def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[str, Any],
+             env: dd.DistEnv, started: float) -> dict[str, Any]:
+    """Rank 0: the model bundle (best epoch's weights), final weights and ``result.json``."""
+    cfg, tr, out_dir = trainer.cfg, trainer.tr, Path(job.out_dir)
+    with torch.random.fork_rng(devices=[]):
+        model = build_model(trainer.model_config, data.pre.cardinalities, len(data.pre.numeric))
+    model.load_state_dict(outcome["best_state"])
+    curves = trainer.progress.curves
+    best = min(curves, key=lambda c: c["val_mae"])  # the earliest epoch on ties, like the best checkpoint
+    bundle = ModelBundle(model.eval(), data.pre, trainer.model_config, cfg.dataset.target, data.center, data.scale,
+                         {"data_version": job.data_version, "config_hash": cfg.config_hash(),
+                          "torch_version": torch.__version__, "best_epoch": str(best["epoch"])})
     model_dir = save_bundle(bundle, out_dir / "model")
+    torch.save(outcome["final_state"], out_dir / "final_weights.pt")
     manifest = json.loads((model_dir / MANIFEST).read_text())
+    checkpoints = outcome["checkpoints"]
+    by_step = {c["step"]: c for c in checkpoints}
     result = {
-        "curves": curves,
-        "best_epoch": best_epoch,
-        "val_mae": best_mae,
-        "n_train": len(train_df),
-        "n_val": len(val_df),
-        "seed": tr.seed,
-        "threads": tr.threads,
-        "world_size": world_size,
-        "torch_version": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "curves": curves, "best_epoch": best["epoch"], "val_mae": best["val_mae"],
+        "n_train": data.n_train, "n_val": data.n_val, "seed": tr.seed, "loader_seed": tr.seed,
+        "threads": tr.threads, "world_size": env.world_size, "torch_version": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(), "backend": env.backend,
+        "device": str(env.device), "sharding": tr.sharding if env.distributed else "none",
+        "precision": "bf16" if trainer.bf16 else "fp32",
         "train_seconds": round(time.perf_counter() - started, 3),
+        "loop_seconds": round(trainer.loop_seconds, 4), "validation_seconds": round(trainer.validation_seconds, 4),
+        "steps": trainer.progress.step, "resumed_from_step": trainer.resumed_from,
+        "attempt": trainer.steps.attempt,
         "weights_sha256": manifest["files"][WEIGHTS]["sha256"],
+        "final_weights_sha256": state_sha256(outcome["final_state"]),
+        "checkpoints": checkpoints,
+        "final_checkpoint": by_step.get(trainer.progress.step, {}).get("path"),
+        "best_checkpoint": by_step.get(outcome["best_step"], {}).get("path"),
+        "telemetry_dir": str((out_dir / "telemetry").resolve()),
+        "telemetry": telemetry.summary(out_dir / "telemetry"),
         "data_version": job.data_version,
     }
     tmp = out_dir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     os.replace(tmp, out_dir / "result.json")
-    reporter.log(f"best epoch {best_epoch}: val_mae={best_mae:.4f}; model in {model_dir}")
     return result
 
 
-def _summary(job: TrainJob, result: dict[str, Any]) -> dict[str, str | float | int]:
+def run_training(job: TrainJob, reporter: Reporter) -> dict[str, Any]:
+    """Train one model for ``job`` on this rank; rank 0 writes the outputs and returns ``result.json``."""
+    started = time.perf_counter()
+    cfg = parse_config(job.config)
+    tr = cfg.training
+    env = dd.setup(tr)
+    out_dir = Path(job.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = reporter.log if env.is_main else (lambda msg: None)
+    sink = open_sink(reporter.extras if env.is_main else {}, env.rank, out_dir)
+    try:
+        data = load_data(cfg, job.train_path, job.validation_path, reporter if env.is_main else None)
+        attempt = dd.broadcast_int(_next_attempt(out_dir) if env.is_main else 0, env)
+        with dd.deterministic(tr.seed, tr.threads, env.device):
+            trainer = Trainer(cfg, data, env, out_dir, log, sink, job.data_version, attempt)
+            log(f"training on {data.n_train} rows, validating on {data.n_val} (data {job.data_version}, "
+                f"seed {tr.seed}, threads {tr.threads}, {env.world_size} rank(s), {env.backend}, {env.device}, "
+                f"attempt {attempt})")
+            if tr.precision == "bf16" and not trainer.bf16:
+                log("precision bf16: autocast is for GPUs only; training in fp32 on CPU")
+            if tr.sharding == "fsdp" and not env.distributed:
+                log("sharding fsdp: a single rank has nothing to shard; training unsharded")
+            if trainer.faults.describe():
+                log(f"fault injection on: {', '.join(trainer.faults.describe())}")
+            try:
+                trainer.fit()
+            except InjectedCrash:
+                trainer.checkpointer.abandon(wait=True)
+                raise
+            outcome = trainer.finish()
+        result = _outputs(job, data, trainer, outcome, env, started) if env.is_main else {"rank": env.rank}
+    finally:
+        sink.close()
+        dd.teardown(env)
+    if env.is_main:
+        reporter.log(f"best epoch {result['best_epoch']}: val_mae={result['val_mae']:.4f}; "
+                     f"model in {out_dir / 'model'}")
+    return result
+
+
+def _summary(job: TrainJob, result: dict[str, Any]) -> dict[str, Any]:
+    """The materialization metadata rank 0 reports through Pipes."""
     out_dir = Path(job.out_dir).resolve()
-    keys = ("val_mae", "best_epoch", "n_train", "n_val", "train_seconds", "weights_sha256")
-    return {**{k: result[k] for k in keys},
+    keys = ("val_mae", "best_epoch", "n_train", "n_val", "train_seconds", "weights_sha256", "world_size",
+            "steps", "attempt", "final_weights_sha256")
+    return {**{k: result[k] for k in keys}, "resumed_from_step": result["resumed_from_step"] or 0,
+            "checkpoints": [c["name"] for c in result["checkpoints"]], "telemetry": result["telemetry"],
             "model_dir": str(out_dir / "model"), "result_path": str(out_dir / "result.json")}
+
+
+def _job(args: argparse.Namespace) -> TrainJob:
+    if args.job:
+        return TrainJob.from_json(args.job)
+    if not (args.config and args.train and args.validation and args.out):
+        raise ValueError("give --job, or all of --config, --train, --validation and --out")
+    return TrainJob(config=load_config(args.config).to_dict(), train_path=args.train,
+                    validation_path=args.validation, out_dir=args.out, data_version=args.data_version)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mlassets.core.train", description="Train one model.")
-    parser.add_argument("--job", required=True, help="path of a TrainJob JSON file")
+    parser.add_argument("--job", help="path of a TrainJob JSON file")
+    parser.add_argument("--config", help="pipeline config YAML (instead of --job)")
+    parser.add_argument("--train", help="training split (parquet), with --config")
+    parser.add_argument("--validation", help="validation split (parquet), with --config")
+    parser.add_argument("--out", help="output directory, with --config")
+    parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
     args = parser.parse_args(argv)
-    if os.environ.get("DAGSTER_PIPES_CONTEXT"):
-        from mlassets.integrations.pipes import PipesReporter
-
-        with PipesReporter() as reporter:  # an exception is reported to Dagster, then re-raised
-            job = TrainJob.from_json(args.job)
-            result = run_training(job, reporter)
-            reporter.report(_summary(job, result))
-        return
-    reporter = PrintReporter()
     try:
-        job = TrainJob.from_json(args.job)
+        job = _job(args)
+        if os.environ.get("DAGSTER_PIPES_CONTEXT") and dd.env_ranks()[0] == 0:
+            from mlassets.integrations.pipes import PipesReporter
+
+            with PipesReporter() as reporter:  # an exception is reported to Dagster, then re-raised
+                reporter.report(_summary(job, run_training(job, reporter)))
+            return
+        reporter = PrintReporter()
         result = run_training(job, reporter)
+        if "rank" not in result:
+            reporter.report(_summary(job, result))
+    except InjectedCrash as exc:
+        print(f"training crashed: {exc}", file=sys.stderr, flush=True)
+        os._exit(CRASH_EXIT)  # like a real crash: no clean-up, no save finished
     except (ValueError, OSError) as exc:
+        if os.environ.get("DAGSTER_PIPES_CONTEXT"):
+            raise
         print(f"training failed: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    reporter.report(_summary(job, result))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Blocking data validation: a pandera schema built from the dataset config, plus count checks.
+"""Blocking data validation: a pandera schema built from the dataset config, plus the rows-per-partition minimum.
 
-Every failure message names the column and an offending value.
+Every failure message names the column and an offending value. Count and distribution checks against the
+rest of a version are in ``validation_counts``.
 """
 
 from __future__ import annotations
@@ -27,25 +28,46 @@ class CheckOutcome:
 _INTEGRAL = pa.Check(lambda s: (s % 1 == 0) | s.isna(), name="integer_valued")
 
 
+def utc_timestamp(text: str) -> pd.Timestamp:
+    """An ISO date or time from the config as a UTC timestamp (naive values are UTC)."""
+    stamp = pd.Timestamp(text)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
 def _column(name: str, spec: ColumnSpec) -> pa.Column:
     checks = [_INTEGRAL] if spec.dtype == "int" else []
     if spec.min is not None:
         checks.append(pa.Check.ge(spec.min))
     if spec.max is not None:
         checks.append(pa.Check.le(spec.max))
+    if spec.min_date is not None:
+        checks.append(pa.Check.ge(utc_timestamp(spec.min_date)))
+    if spec.max_date is not None:
+        checks.append(pa.Check.le(utc_timestamp(spec.max_date)))
     if spec.allowed is not None:
         checks.append(pa.Check.isin(spec.allowed))
     return pa.Column(_DTYPES[spec.dtype], checks=checks, nullable=spec.nullable, coerce=True, required=True)
 
 
 def build_schema(cfg: DatasetConfig) -> pa.DataFrameSchema:
-    """The raw table's schema: types, ranges, nullability, allowed slice values, a unique key."""
+    """The raw table's schema: types, ranges, dates, nullability, allowed slice values, a unique key."""
     return pa.DataFrameSchema(
         {name: _column(name, spec) for name, spec in cfg.columns.items()},
         unique=cfg.key,
         report_duplicates="exclude_first",
         strict=False,
     )
+
+
+def _plain(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _duplicate_example(group: pd.DataFrame, key: list[str]) -> dict[str, object]:
+    """The key values of the first duplicate row, from the uniqueness check's failure cases."""
+    first = group[group["index"] == group["index"].min()]
+    values = dict(zip(first["column"], first["failure_case"], strict=False))
+    return {k: _plain(values.get(k)) for k in key}
 
 
 def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
@@ -58,8 +80,9 @@ def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
         elif check == "multiple_fields_uniqueness":
             if "<key>" not in seen:
                 seen.add("<key>")
-                n = int((cases["check"] == check).sum()) // max(1, len(key))
-                parts.append(f"key {key} is not unique: {n} duplicate rows")
+                group = cases[cases["check"] == check]
+                n = len(group) // max(1, len(key))
+                parts.append(f"key {key} is not unique: {n} duplicate rows, e.g. {_duplicate_example(group, key)}")
         elif column not in seen:  # the first failed check per column says the most (coercion first)
             seen.add(column)
             group = cases[(cases["column"] == column) & (cases["check"] == check)]
@@ -70,7 +93,7 @@ def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
 
 def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
     if frame.empty:
-        return CheckOutcome("schema", False, "no rows: the data version holds an empty table", 1)
+        return CheckOutcome("schema", False, "no rows: the table is empty", 1)
     try:
         build_schema(cfg).validate(frame, lazy=True)
     except pa.errors.SchemaErrors as exc:
@@ -81,12 +104,12 @@ def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
 
 
 def validate_min_rows(counts: dict[str, int], cfg: DatasetConfig) -> CheckOutcome:
-    """Every month holds at least ``min_rows`` rows."""
+    """Every partition (month, week) holds at least ``min_rows`` rows (scaled by the sample fraction)."""
     minimum = max(1, round(cfg.min_rows * cfg.sample_fraction))
     short = {m: n for m, n in counts.items() if n < minimum}
     if short:
-        month, n = min(short.items(), key=lambda kv: kv[1])
+        key, n = min(short.items(), key=lambda kv: kv[1])
         return CheckOutcome(
-            "min_rows", False, f"month {month}: {n} rows, fewer than the minimum {minimum}", len(short)
+            "min_rows", False, f"partition {key}: {n} rows, fewer than the minimum {minimum}", len(short)
         )
-    return CheckOutcome("min_rows", True, f"every month has at least {minimum} rows")
+    return CheckOutcome("min_rows", True, f"every partition has at least {minimum} rows")

@@ -6,11 +6,11 @@ import dagster as dg
 from dagster_mlflow import end_mlflow_on_run_finished
 
 from mlassets.core.config import PipelineConfig
-from mlassets.defs import data, evaluation, features, registry, snapshot, training
+from mlassets.defs import data, evaluation, features, registry, serving, snapshot, training
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import months
 
-STAGES = (data, snapshot, features, training, evaluation, registry)
+STAGES = (data, snapshot, features, training, evaluation, registry, serving)
 
 
 def ingest_job_name(cfg: PipelineConfig) -> str:
@@ -27,7 +27,9 @@ def dataset_defs(cfg: PipelineConfig) -> dg.Definitions:
     downstream = dg.AssetSelection.assets(keys.raw).downstream(include_self=False)
     jobs = [
         dg.define_asset_job(ingest_job_name(cfg), selection=[keys.raw], partitions_def=months(cfg)),
-        dg.define_asset_job(pipeline_job_name(cfg), selection=downstream, hooks={end_mlflow_on_run_finished},
-                            description="snapshot -> validate -> features -> train -> evaluate -> gate -> register"),
+        dg.define_asset_job(
+            pipeline_job_name(cfg), selection=downstream, hooks={end_mlflow_on_run_finished},
+            description="snapshot -> validate -> features -> train -> evaluate -> gate -> register -> predict",
+        ),
     ]
     return dg.Definitions(assets=assets, jobs=jobs)

@@ -1,8 +1,12 @@
-"""Read what an upstream asset recorded for the same partition (its URIs, run ids, results)."""
+"""Read what an upstream asset recorded for the same partition (its URIs, run ids, results); name the run."""
 
 from __future__ import annotations
 
+import os
+
 import dagster as dg
+
+LAKEFS_UI_LINK = "::lakefs::Dagster::url[url:ui]"  # lakeFS shows this commit-metadata key as a link
 
 
 def upstream_metadata(context: dg.AssetExecutionContext, key: dg.AssetKey) -> dict[str, object]:
@@ -16,10 +20,17 @@ def upstream_metadata(context: dg.AssetExecutionContext, key: dg.AssetKey) -> di
     return {k: v.value for k, v in materialization.metadata.items()}
 
 
+def run_url(run_id: str) -> str:
+    """The run's page in the Dagster UI (``$DAGSTER_WEBSERVER_URL``, default http://127.0.0.1:3000)."""
+    base = os.environ.get("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3000").rstrip("/")
+    return f"{base}/runs/{run_id}"
+
+
 def run_metadata(context: dg.AssetExecutionContext) -> dict[str, str]:
-    """Names the Dagster run, asset and partition in a store commit's metadata."""
+    """Names the Dagster run, asset and partition in a store commit's metadata, with a link to the run."""
     return {
         "dagster_run_id": context.run_id,
         "dagster_asset": context.asset_key.to_user_string(),
         "dagster_partition": context.partition_key if context.has_partition_key else "",
+        LAKEFS_UI_LINK: run_url(context.run_id),
     }

@@ -1,4 +1,7 @@
-"""Dagster Pipes glue for subprocesses: a ``Reporter`` backed by ``dagster_pipes.open_dagster_pipes()``."""
+"""Dagster Pipes glue for subprocesses: a ``Reporter`` backed by ``dagster_pipes.open_dagster_pipes()``.
+
+Under torchrun only rank 0 opens it (see ``mlassets.core.train``); the other ranks print to stderr.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,15 @@ from types import TracebackType
 from typing import Any
 
 from dagster_pipes import PipesContext, open_dagster_pipes
+
+REPORT_ASSET_KEY = "report_asset_key"  # extras entry: the asset the report is for (multi-assets)
+
+
+def _typed(value: Any) -> Any:
+    """Lists and dicts go as JSON metadata (Pipes takes only scalars raw)."""
+    if isinstance(value, list | tuple | dict):
+        return {"raw_value": value, "type": "json"}
+    return value
 
 
 class PipesReporter:
@@ -41,7 +53,9 @@ class PipesReporter:
         self.context.log.info(msg)
 
     def report(self, metadata: Mapping[str, Any]) -> None:
-        self.context.report_asset_materialization(metadata=dict(metadata))
+        """Report the materialization; a multi-asset names the key it is for in the extras."""
+        self.context.report_asset_materialization(metadata={k: _typed(v) for k, v in metadata.items()},
+                                                  asset_key=self.extras.get(REPORT_ASSET_KEY))
 
     @property
     def extras(self) -> Mapping[str, Any]:

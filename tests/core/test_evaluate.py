@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core.evaluate import Evaluation, evaluate_models, regression_metrics, slice_table
+from mlassets.core.evaluate import Evaluation, evaluate_models, metric_value, regression_metrics, slice_table
+from mlassets.core.scoring import evaluation_metrics, metric_key
 
 
 def small_frame() -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
@@ -97,3 +98,50 @@ def test_evaluation_without_champion():
     back = Evaluation.from_dict(json.loads(json.dumps(ev.to_dict())))
     assert back.champion is None
     pd.testing.assert_frame_equal(back.slices, ev.slices)
+
+
+def test_metric_value_and_rmse_slices():
+    frame, y, cand, champ = small_frame()
+    assert metric_value("mae", y, cand) == pytest.approx(regression_metrics(y, cand)["mae"])
+    assert metric_value("rmse", y, cand) == pytest.approx(regression_metrics(y, cand)["rmse"])
+    with pytest.raises(ValueError, match="unknown metric"):
+        metric_value("r2", y, cand)
+    ev = evaluate_models(frame, y, cand, champ, ["carrier"], main_metric="rmse")
+    ua = ev.slices[ev.slices["value"] == "UA"].iloc[0]
+    assert list(ev.slices.columns)[3:] == ["candidate_mae", "candidate_rmse", "champion_mae", "champion_rmse"]
+    assert ua["candidate_rmse"] == pytest.approx(math.sqrt((4 + 9 + 100) / 3))
+
+
+def test_mlflow_metrics_per_slice_have_valid_names():
+    from mlflow.utils.validation import _validate_metric_name
+
+    frame = pd.DataFrame({"carrier": ["UA", "UA", "a=b:c/d", ".."]})
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    ev = evaluate_models(frame, y, y + 1, y - 2, ["carrier"])
+    ev.performance = {"candidate": {"single_p99_ms": 1.5, "size_bytes": 2048.0}}
+    metrics = evaluation_metrics(ev)
+    assert metrics["slice_mae/carrier/UA"] == 1.0 and metrics["slice_champion_mae/carrier/UA"] == 2.0
+    assert metrics["slice_n/carrier/UA"] == 2.0 and metrics["slice_mae/carrier/a_b_c_d"] == 1.0
+    assert metrics["holdout_candidate_mae"] == 1.0 and metrics["candidate_single_p99_ms"] == 1.5
+    for name in metrics:
+        _validate_metric_name(name)
+    assert metric_key("slice_mae", "carrier", "..") == "slice_mae/carrier/_"
+
+
+def test_evaluation_round_trip_keeps_performance():
+    frame, y, cand, champ = small_frame()
+    ev = evaluate_models(frame, y, cand, champ, ["origin"])
+    ev.performance = {"candidate": {"single_p99_ms": 1.5, "size_bytes": 2048.0}, "champion": {"size_bytes": 1.0}}
+    back = Evaluation.from_dict(json.loads(json.dumps(ev.to_dict())))
+    assert back.performance == ev.performance and back.task == "regression" and back.calibration is None
+
+
+def test_categorical_slice_columns_give_the_same_table():
+    frame, y, cand, champ = small_frame()
+    frame = frame.assign(origin=frame["origin"].where(frame.index != 2))  # one missing value
+    plain = slice_table(frame, y, {"candidate": cand, "champion": champ}, ["origin", "carrier"])
+    cats = frame.astype("category")
+    cats["carrier"] = cats["carrier"].cat.add_categories(["unused"])
+    table = slice_table(cats, y, {"candidate": cand, "champion": champ}, ["origin", "carrier"])
+    pd.testing.assert_frame_equal(table, plain)
+    assert "nan" in set(table["value"]) and "unused" not in set(table["value"])

@@ -1,20 +1,26 @@
-"""Feature preparation: the time split in local days, real months' splits, and the derived repository."""
+"""Feature preparation: the time split in local days, real months' splits, per-partition day histograms."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import WATCHED_BRANCH, derived_repo, ingest_month, month_tables, read_version
-from mlassets.core.feature_store import read_split, write_features
-from mlassets.core.features import SPLITS, feature_columns, prepare_features, split_by_time
-from mlassets.core.store.local import LocalStore
+from mlassets.core.datasets import month_tables
+from mlassets.core.features import (
+    SPLITS,
+    SplitBounds,
+    day_histogram,
+    feature_columns,
+    partition_frame,
+    prepare_features,
+    split_by_time,
+    split_counts,
+)
 from tests.conftest import small_flights
 
 MONTHS = ("2013-01", "2013-02")
@@ -179,33 +185,30 @@ def test_prepare_features_without_training_days(tables, cfg: PipelineConfig) -> 
         prepare_features(ten, cfg)
 
 
-# ------------------------------------------------------------------ the derived repository
+# ------------------------------------------------------------------ per-partition frames and day histograms
 
 
-def test_write_features_round_trip(tmp_path: Path, cfg: PipelineConfig, tables) -> None:
-    store = LocalStore(tmp_path / "store")
-    for month in MONTHS:
-        ingest_month(store, cfg, month, month_tables(cfg, month))
-    version = store.resolve("flights", WATCHED_BRANCH)
-    raw_log = [c.id for c in store.log("flights", WATCHED_BRANCH)]
+def test_partition_frames_concatenated_equal_the_whole_version_frame(tables, cfg: PipelineConfig) -> None:
+    months = [month_tables(cfg, m) for m in MONTHS]
+    one_by_one = pd.concat([partition_frame(m, cfg) for m in months], ignore_index=True)
+    pd.testing.assert_frame_equal(one_by_one, partition_frame(tables, cfg))
 
-    fs = write_features(store, cfg, version, metadata={"run_id": "r1"})
 
-    assert store.resolve("flights", WATCHED_BRANCH) == version  # the watched repository is untouched
-    assert [c.id for c in store.log("flights", WATCHED_BRANCH)] == raw_log
-    assert derived_repo(cfg) == "flights-derived"
-    assert store.list_repos() == ["flights", "flights-derived"]
-    assert store.resolve("flights-derived", "main") == fs.commit
-    meta = store.get_commit("flights-derived", fs.commit).metadata
-    assert meta["data_version"] == version and meta["run_id"] == "r1"
-    assert store.list_objects("flights-derived", fs.commit) == sorted(
-        f"features/{version}/{s}.parquet" for s in SPLITS
-    )
-    expected = prepare_features(read_version(store, cfg, version), cfg)
-    assert fs.data_version == version
-    assert fs.rows == {s: len(expected[s]) for s in SPLITS}
-    for split in SPLITS:
-        back = read_split(store, cfg, version, split)
-        assert back.equals(expected[split]), split
-        pd.testing.assert_frame_equal(back, expected[split])
-        assert fs.uris[split] == f"local://flights-derived/{fs.commit}/features/{version}/{split}.parquet"
+def test_split_counts_from_histograms_match_split_by_time(tables, cfg: PipelineConfig) -> None:
+    frames = [partition_frame(month_tables(cfg, m), cfg) for m in MONTHS]
+    whole = pd.concat(frames, ignore_index=True)
+    split = split_by_time(whole, _window(cfg, 1))
+    bounds = SplitBounds.of(pd.Timestamp(max(max(day_histogram(f, cfg)) for f in frames)), _window(cfg, 1))
+    assert SplitBounds.from_dict(bounds.to_dict()) == bounds
+    assert bounds.to_dict() == {"train": "2013-01-15", "validation": "2013-02-15", "holdout": "2013-02-22"}
+    counts = [split_counts(day_histogram(f, cfg), bounds) for f in frames]
+    for name in SPLITS:
+        assert sum(c[name] for c in counts) == int((split == name).sum()), name
+    assert counts[0] == {"train": int((split[: len(frames[0])] == "train").sum()), "validation": 0, "holdout": 0}
+    pd.testing.assert_series_equal(split_by_time(whole, _window(cfg, 1), bounds), split)
+
+
+def test_day_histogram_counts_local_days(cfg: PipelineConfig) -> None:
+    frame = _frame(["2013-03-29T03:30Z", "2013-03-29T04:30Z", "2013-03-01T12:00Z"])
+    ny = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, time_column="time_hour"))
+    assert day_histogram(frame, ny) == {"2013-03-01": 1, "2013-03-28": 1, "2013-03-29": 1}

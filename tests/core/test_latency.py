@@ -1,0 +1,107 @@
+"""Latency and size measurements, and the gate's budget rules on them."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from mlassets.core.artifact import ModelBundle, bundle_size_bytes, save_bundle
+from mlassets.core.config import GateConfig
+from mlassets.core.gate import GateInputs, evaluate_gate
+from mlassets.core.latency import measure_latency
+from mlassets.core.model import TabularMLP
+from mlassets.core.preprocess import Preprocessor
+from mlassets.core.scoring import measure_models
+
+BUDGET = GateConfig(latency_p99_ms=5.0, max_size_mb=5.0, absolute_max_metric=100.0)
+
+
+def rows(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "carrier": rng.choice(["AA", "DL", "UA"], n),
+        "distance": rng.uniform(100, 2500, n),
+        "arr_delay": rng.normal(5, 30, n),
+    })
+
+
+def bundle(hidden: list[int]) -> ModelBundle:
+    torch.manual_seed(0)
+    pre = Preprocessor.fit(rows(), ["carrier"], ["distance"])
+    model = TabularMLP(pre.cardinalities, 1, 4, hidden, 0.0)
+    config = {"registered_name": "t", "embedding_dim": 4, "hidden": hidden, "dropout": 0.0}
+    return ModelBundle(model, pre, config, "arr_delay")
+
+
+def sleepy(ms: float):
+    def predict(frame: pd.DataFrame) -> np.ndarray:
+        time.sleep(ms / 1000.0)
+        return np.zeros(len(frame))
+
+    return predict
+
+
+def gate(inputs: GateInputs, cfg: GateConfig = BUDGET):
+    frame = rows(50)
+    y = frame["arr_delay"].to_numpy()
+    return evaluate_gate(cfg, y, y + 1.0, None, frame, [], extra=inputs)
+
+
+def test_measure_latency_times_single_rows_and_batches():
+    seen: list[int] = []
+
+    def predict(frame: pd.DataFrame) -> np.ndarray:
+        seen.append(len(frame))
+        time.sleep(0.002 if len(frame) == 1 else 0.02)
+        return np.zeros(len(frame))
+
+    out = measure_latency(predict, rows(), n_single=20, n_batches=3, batch_rows=100, warmup=2)
+    assert seen.count(1) == 22 and seen.count(100) == 4  # warm-up calls included
+    assert 2.0 <= out["single_p50_ms"] <= out["single_p99_ms"] <= out["single_max_ms"]
+    assert out["batch_rows"] == 100 and out["batch_p50_ms"] >= 20.0
+    assert out["rows_per_s"] == pytest.approx(100 / (out["batch_p50_ms"] / 1000))
+
+
+def test_latency_rule_rejects_a_model_that_sleeps_10_ms_per_call():
+    slow = measure_latency(sleepy(10), rows(), n_single=20, n_batches=2, batch_rows=64)
+    assert slow["single_p50_ms"] >= 10.0
+    result = gate(GateInputs(latency_p99_ms=slow["single_p99_ms"]))
+    (rule,) = [r for r in result.rules if r.name == "latency_p99"]
+    assert not result.passed and not rule.passed and rule.limit == 5.0 and rule.value >= 10.0
+    assert rule.reason == f"p99 latency {rule.value:.1f} ms > budget 5 ms (single row)"
+    fast = measure_latency(lambda f: np.zeros(len(f)), rows(), n_single=50, n_batches=2)
+    assert gate(GateInputs(latency_p99_ms=fast["single_p99_ms"])).passed
+
+
+def test_size_rule_rejects_an_oversized_model(tmp_path):
+    small_dir = save_bundle(bundle([8, 4]), tmp_path / "small")
+    big_dir = save_bundle(bundle([2048, 1024]), tmp_path / "big")  # ~8.4 MB of float32 weights
+    small, big = bundle_size_bytes(small_dir), bundle_size_bytes(big_dir)
+    assert small < 1024 * 1024 < 5 * 1024 * 1024 < big
+    assert gate(GateInputs(size_bytes=small)).passed
+    result = gate(GateInputs(size_bytes=big))
+    (rule,) = result.failures()
+    assert rule.name == "model_size" and rule.value == pytest.approx(big / 2**20) and rule.limit == 5.0
+    assert rule.reason == f"model size {big / 2**20:.2f} MB > budget 5 MB"
+
+
+def test_measure_model_reports_latency_and_size_of_a_real_bundle(tmp_path):
+    b = bundle([8, 4])
+    directory = save_bundle(b, tmp_path / "m")
+    perf = measure_models({"candidate": b, "champion": b}, {"candidate": directory}, rows())
+    out = perf["candidate"]
+    assert out["size_bytes"] == bundle_size_bytes(directory) and "size_bytes" not in perf["champion"]
+    assert 0 < out["single_p50_ms"] <= out["single_p99_ms"] and out["rows_per_s"] > 0
+    assert out["n_single"] == 200 and perf["champion"]["n_single"] == 50
+
+
+def test_all_budget_rules_are_listed_with_value_and_limit():
+    result = gate(GateInputs(latency_p99_ms=1.0, size_bytes=1000, ece=0.01))
+    assert result.passed
+    assert [r.name for r in result.rules][-3:] == ["latency_p99", "model_size", "calibration_ece"]
+    assert [r.limit for r in result.rules][-3:] == [5.0, 5.0, BUDGET.calibration_max_ece]
+    assert [r.name for r in gate(GateInputs()).rules] == ["sanity_finite", "sanity_range", "absolute_main_metric"]

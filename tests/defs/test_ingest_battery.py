@@ -1,0 +1,176 @@
+"""Bad inputs through the real ``raw_flights`` asset: each is blocked naming the column and an offending value;
+main's head, the champion and every earlier version stay exactly as they were."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlassets.core import registry, tracking
+from mlassets.core.config import PipelineConfig
+from mlassets.core.datasets import WATCHED_BRANCH, month_tables, raw_repo
+from mlassets.core.store import VersionedStore, open_store
+from mlassets.definitions import build_definitions
+from mlassets.defs.factory import ingest_job_name
+from mlassets.defs.keys import DatasetKeys
+from mlassets.demo import QUIET, ingest, run_pipeline
+from mlassets.instance import get_instance
+from tests.conftest import small_flights
+
+pytestmark = pytest.mark.e2e
+MONTH = "2013-03"
+
+
+@dataclass
+class Stack:
+    cfg: PipelineConfig
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+    store: VersionedStore
+    tables: dict[str, pd.DataFrame]  # the real, valid tables of MONTH
+    work: Path
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory) -> Stack:
+    """Two good months ingested, the pipeline run once (a champion registered); MONTH not ingested yet."""
+    home = tmp_path_factory.mktemp("battery-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLASSETS_HOME", str(home))
+        mp.delenv("DAGSTER_HOME", raising=False)
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        cfg = small_flights()
+        defs, instance = build_definitions([cfg]), get_instance()
+        version = ""
+        for month in ("2013-01", "2013-02"):
+            version = ingest(defs, instance, cfg, month)
+        assert run_pipeline(defs, instance, cfg, "2013-02", version).decision == "pass"
+        yield Stack(cfg, defs, instance, open_store(), month_tables(cfg, MONTH), home / "bad")
+        instance.dispose()
+
+
+def _feed(stack: Stack, tables: dict[str, pd.DataFrame], name: str) -> dg.ExecuteInProcessResult:
+    """Run the real ingest job for MONTH on prepared tables (``tables_dir`` of the raw asset's config)."""
+    directory = stack.work / name
+    directory.mkdir(parents=True)
+    for table, frame in tables.items():
+        frame.to_parquet(directory / f"{table}.parquet", index=False)
+    op = DatasetKeys.of(stack.cfg).raw.to_python_identifier()
+    return stack.defs.resolve_job_def(ingest_job_name(stack.cfg)).execute_in_process(
+        instance=stack.instance, partition_key=MONTH, raise_on_error=False,
+        run_config={**QUIET, "ops": {op: {"config": {"tables_dir": str(directory)}}}},
+    )
+
+
+def _failure(result: dg.ExecuteInProcessResult) -> str:
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failures, "the ingest run did not fail"
+    data = failures[0].step_failure_data
+    return data.user_failure_data.description if data.user_failure_data else data.error.message
+
+
+def _state(stack: Stack) -> dict[str, object]:
+    """What must not change: main's head, the branches, the versions and their bytes, the champion."""
+    repo = raw_repo(stack.cfg)
+    versions = stack.instance.get_dynamic_partitions(f"{stack.cfg.dataset.name}_data_versions")
+    tracking.configure()
+    champion = registry.alias_version(stack.cfg.model.registered_name, registry.CHAMPION)
+    return {
+        "head": stack.store.resolve(repo, WATCHED_BRANCH),
+        "branches": sorted(stack.store.list_branches(repo)),
+        "versions": versions,
+        "bytes": {v: {p: stack.store.read(repo, v, p) for p in stack.store.list_objects(repo, v)} for v in versions},
+        "champion": champion.version if champion else None,
+    }
+
+
+def _set(column: str, row: int, value: object, as_text: bool = False) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def mutate(f: pd.DataFrame) -> pd.DataFrame:
+        if as_text:
+            f[column] = f[column].astype(str)  # as a CSV column with one bad cell reads
+        f.loc[row, column] = value
+        return f
+
+    return mutate
+
+
+def _epoch_seconds(f: pd.DataFrame) -> pd.DataFrame:
+    f["time_hour"] = pd.to_datetime(f["time_hour"], utc=True).astype("int64") // 10**9  # producer's new format
+    return f
+
+
+def _duplicate(f: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat([f, f.iloc[[10, 20]]], ignore_index=True)
+
+
+def _all_null(f: pd.DataFrame) -> pd.DataFrame:
+    f["carrier"] = None
+    return f
+
+
+def _shift_all(f: pd.DataFrame) -> pd.DataFrame:
+    f["arr_delay"] = (f["arr_delay"] + 45).clip(upper=1500)  # every row 45 min later: still in range
+    return f
+
+
+# (id, mutation of MONTH's flights table, the column named, an offending value named)
+BAD: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, str]] = [
+    ("missing-column", lambda f: f.drop(columns=["origin"]), "'origin'", "is missing"),
+    ("wrong-dtype", _epoch_seconds, "'time_hour'", "1970-01-01"),
+    ("nan-target", _set("arr_delay", 5, np.nan), "'arr_delay'", "nan"),
+    ("negative-air-time", _set("air_time", 5, -5.0), "'air_time'", "-5"),
+    ("duplicate-flight-keys", _duplicate, "'flight'", "not unique"),
+    ("empty-month", lambda f: f.iloc[0:0], MONTH, "0 rows"),
+    ("unknown-origin", _set("origin", 7, "XXX"), "'origin'", "'XXX'"),
+    ("absurd-delay", _set("arr_delay", 5, 99999.0), "'arr_delay'", "99999"),
+    ("future-date", _set("time_hour", 11, "2031-03-01T10:00:00Z"), "'time_hour'", "2031-03-01"),
+    ("text-in-numeric", _set("distance", 3, "abc", as_text=True), "'distance'", "'abc'"),
+    ("all-null-slice", _all_null, "'carrier'", "None"),
+    ("half-the-rows", lambda f: f.iloc[::2], MONTH, "rows, -4"),  # March has 12% more rows than the mean
+    ("whole-month-shifted", _shift_all, "'arr_delay'", "target_mean"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "column", "value"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_is_blocked_and_nothing_changes(stack: Stack, mutate, column: str, value: str, request) -> None:
+    before = _state(stack)
+    flights = mutate(stack.tables["flights"].copy(deep=True)).reset_index(drop=True)
+
+    result = _feed(stack, {**stack.tables, "flights": flights}, request.node.callspec.id)
+
+    assert not result.success
+    message = _failure(result)
+    assert column in message and value in message, message
+    assert f"partition {MONTH} was not ingested" in message
+    assert _state(stack) == before
+
+
+def test_offending_values_are_named(stack: Stack) -> None:
+    """Two variants whose offending value depends on the data: the duplicated key, the halved row count."""
+    flights = stack.tables["flights"]
+    message = _failure(_feed(stack, {**stack.tables, "flights": _duplicate(flights.copy())}, "dup-value"))
+    assert f"'flight': {int(flights.loc[10, 'flight'])}" in message, message
+    half = flights.iloc[::2].reset_index(drop=True)
+    message = _failure(_feed(stack, {**stack.tables, "flights": half}, "half-value"))
+    mean = (len(month_tables(stack.cfg, "2013-01")["flights"]) + len(month_tables(stack.cfg, "2013-02")["flights"])) / 2
+    assert f"partition {MONTH}: {len(half)} rows, {len(half) / mean - 1:+.0%} vs the mean {mean:.0f}" in message
+
+
+def test_the_same_path_accepts_the_real_month(stack: Stack) -> None:
+    """The control: unmodified tables through the same prepared-files path become the next data version."""
+    before = _state(stack)
+    result = _feed(stack, stack.tables, "control")
+    assert result.success
+    after = _state(stack)
+    assert after["head"] != before["head"] and after["champion"] == before["champion"]
+    assert after["versions"] == [*before["versions"], after["head"]]
+    assert all(after["bytes"][v] == b for v, b in before["bytes"].items())
+    commit = stack.store.get_commit(raw_repo(stack.cfg), after["head"])
+    assert commit.parents[0] == before["head"] and commit.metadata["dagster_run_id"] == result.run_id
+    assert commit.metadata["::lakefs::Dagster::url[url:ui]"].endswith(f"/runs/{result.run_id}")

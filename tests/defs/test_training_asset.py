@@ -1,0 +1,87 @@
+"""The training step through Dagster Pipes with torchrun: two ranks, a Dagster retry that resumes, a dead rank."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import mlflow
+import pytest
+
+from mlassets.core import candidates, tracking
+from mlassets.core.config import parse_config
+from mlassets.core.datasets import derived_repo
+from mlassets.core.store import open_store
+from mlassets.core.synthetic import tiny_config, write_splits
+from mlassets.defs import training
+from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.resources import default_resources
+
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
+VERSION = "0123456789abcdef" * 4
+
+
+def _synthetic_splits(store, cfg, data_version: str, directory: Path, splits: tuple[str, ...]) -> dict[str, Path]:
+    """Stands in for the feature store's export: the splits of a synthetic data version."""
+    assert data_version == VERSION and splits == ("train", "validation")
+    train, val = write_splits(directory, 1000, 300)
+    return {"train": train, "validation": val}
+
+
+def _materialize(**train: object) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
+    cfg = parse_config(tiny_config(nproc=2, epochs=2, checkpoint_every_steps=4, telemetry_every_steps=4, **train))
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(f"{cfg.dataset.name}_data_versions", [VERSION])
+    result = dg.materialize(training.build(cfg, DatasetKeys.of(cfg)), partition_key=VERSION, instance=instance,
+                            resources=default_resources(), raise_on_error=False)
+    return result, instance
+
+
+def _events(result: dg.ExecuteInProcessResult, kind: str) -> list[dg.DagsterEvent]:
+    return [e for e in result.all_events if e.event_type_value == kind]
+
+
+@pytest.fixture(autouse=True)
+def _features(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(candidates, "export_splits", _synthetic_splits)
+    yield
+    mlflow.end_run()  # dg.materialize has no end_mlflow_on_run_finished hook
+
+
+def test_two_ranks_through_pipes_crash_retry_resume(home: str) -> None:
+    result, _ = _materialize(retries=1, faults={"crash_at_step": 12, "crash_rank": 0})
+    assert result.success
+    assert len(_events(result, "STEP_UP_FOR_RETRY")) == 1  # the crash; the retry resumed and finished
+    mats = {m.asset_key.to_user_string(): m.metadata for m in result.asset_materializations_for_node(
+        "flights__candidate_model")}
+    ckpt, model = mats["flights/checkpoints"], mats["flights/candidate_model"]
+    listed = ckpt["checkpoints"].value
+    assert [c["name"] for c in listed][-1] == "step-000000016" and "final" in listed[-1]["kept_as"]
+    assert any("best" in c["kept_as"] for c in listed)
+    assert ckpt["attempt"].value == 2 and ckpt["resumed_from_step"].value == 8
+    store = open_store()
+    committed = store.list_objects(derived_repo(parse_config(tiny_config())), ckpt["store_commit"].value,
+                                   prefix=f"checkpoints/{VERSION}/")
+    assert any(p.endswith("/final/MANIFEST.json") for p in committed)
+    assert any(p.endswith("/best/.metadata") for p in committed)
+    assert model["world_size"].value == "2" and model["checkpoints"].value == [c["name"] for c in listed]
+    assert 0.9 <= model["telemetry"].value["share_covered"] <= 1.0 and model["telemetry_median_step_ms"].value > 0
+    tracking.configure()
+    logged = mlflow.get_run(model["mlflow_run_id"].value).data.metrics
+    assert {"train_loss", "val_mae", "best_val_mae", "telemetry/median_step_ms"} <= set(logged)
+
+
+def test_a_dead_rank_fails_the_step_within_the_collective_timeout(home: str) -> None:
+    result, instance = _materialize(retries=0, collective_timeout_s=3,
+                                    faults={"slow_rank": 1, "slow_rank_ms": 600_000})
+    assert not result.success
+    (start,) = _events(result, "STEP_START")
+    (failure,) = _events(result, "STEP_FAILURE")
+    logs = instance.all_logs(result.run_id)
+    stamps = {r.dagster_event.event_type_value: r.timestamp for r in logs
+              if r.dagster_event is not None and r.dagster_event.event_type_value in ("STEP_START", "STEP_FAILURE")}
+    (training_started,) = [r.timestamp for r in logs if "training on 1000 rows" in (r.user_message or "")]
+    assert stamps["STEP_FAILURE"] - training_started < 3 + 30  # the timeout, plus torchrun tearing down
+    assert stamps["STEP_FAILURE"] - stamps["STEP_START"] < 120  # the stuck rank would sleep for 10 minutes
+    assert start.step_key == failure.step_key == "flights__candidate_model"
