@@ -17,6 +17,7 @@ import mlflow
 from mlassets.core import paths, run_log, tracking
 from mlassets.core.candidates import commit_checkpoints, prepare_job, record, train_command
 from mlassets.core.config import PipelineConfig
+from mlassets.core.lineage_mlflow import log_data_version
 from mlassets.core.run_log import RUN_ID, TRACKING_URI
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions
@@ -77,6 +78,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         result = json.loads((out_dir / "result.json").read_text())
         run_log.replay(out_dir, extras[RUN_ID])  # metrics of a run too short for rank 0 to have logged them
         tracking.log_training(cfg.to_dict(), {**result, "curves": []})  # rank 0 logged the curves
+        log_data_version(cfg, version, {"train": int(result["n_train"]), "validation": int(result["n_val"])}, store)
         model_uri = tracking.log_model(out_dir / "model")
         rec = record(cfg, version, result)
         mlflow.set_tags({"data_commit": version, "git_sha": rec["git_sha"], "dataset": cfg.dataset.name})

@@ -50,7 +50,11 @@ def test_registry_record_holds_data_commit_and_git_sha(demo):
         assert version.tags["git_sha"] == lineage.git_sha()
         assert version.tags["gate_passed"] == ("true" if row.decision == "pass" else "false")
         assert version.tags["dagster_run_id"] == row.run_id
-        assert mlflow.get_run(version.tags["mlflow_run_id"]).data.tags["data_commit"] == row.data_version
+        run = mlflow.get_run(version.tags["mlflow_run_id"])
+        assert run.data.tags["data_commit"] == row.data_version
+        inputs = run.inputs.dataset_inputs
+        assert [i.dataset.digest for i in inputs] == [row.data_version[:36]]  # MLflow's digest length limit
+        assert {t.key: t.value for t in inputs[0].tags}["data_commit"] == row.data_version
 
 
 def test_broken_month_is_rejected_by_the_slice_rule_and_champion_stays(demo):
