@@ -99,8 +99,11 @@ def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[s
     return result
 
 
-def run_training(job: TrainJob, reporter: Reporter) -> dict[str, Any]:
-    """Train one model for ``job`` on this rank; rank 0 writes the outputs and returns ``result.json``."""
+def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) -> dict[str, Any]:
+    """Train one model for ``job`` on this rank; rank 0 writes the outputs and returns ``result.json``.
+
+    An injected crash raises ``InjectedCrash``, or with ``hard_crash`` ends the process at once (exit 75).
+    """
     started = time.perf_counter()
     cfg = parse_config(job.config)
     tr = cfg.training
@@ -125,8 +128,11 @@ def run_training(job: TrainJob, reporter: Reporter) -> dict[str, Any]:
                 log(f"fault injection on: {', '.join(trainer.faults.describe())}")
             try:
                 trainer.fit()
-            except InjectedCrash:
-                trainer.checkpointer.abandon(wait=True)
+            except InjectedCrash as exc:
+                if hard_crash:  # like a real crash: a save in flight is cut off mid-write, nothing is cleaned up
+                    print(f"training crashed: {exc}", file=sys.stderr, flush=True)
+                    os._exit(CRASH_EXIT)
+                trainer.checkpointer.abandon(wait=True)  # in-process: the save in flight never becomes valid
                 raise
             outcome = trainer.finish()
         result = _outputs(job, data, trainer, outcome, env, started) if env.is_main else {"rank": env.rank}
@@ -173,15 +179,12 @@ def main(argv: list[str] | None = None) -> None:
             from mlassets.integrations.pipes import PipesReporter
 
             with PipesReporter() as reporter:  # an exception is reported to Dagster, then re-raised
-                reporter.report(_summary(job, run_training(job, reporter)))
+                reporter.report(_summary(job, run_training(job, reporter, hard_crash=True)))
             return
         reporter = PrintReporter()
-        result = run_training(job, reporter)
+        result = run_training(job, reporter, hard_crash=True)
         if "rank" not in result:
             reporter.report(_summary(job, result))
-    except InjectedCrash as exc:
-        print(f"training crashed: {exc}", file=sys.stderr, flush=True)
-        os._exit(CRASH_EXIT)  # like a real crash: no clean-up, no save finished
     except (ValueError, OSError) as exc:
         if os.environ.get("DAGSTER_PIPES_CONTEXT"):
             raise

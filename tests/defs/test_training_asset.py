@@ -11,7 +11,7 @@ import pytest
 
 from mlassets.core import candidates, tracking
 from mlassets.core.config import parse_config
-from mlassets.core.datasets import derived_repo
+from mlassets.core.datasets import derived_repo, raw_repo
 from mlassets.core.store import open_store
 from mlassets.core.synthetic import tiny_config, write_splits
 from mlassets.defs import training
@@ -19,23 +19,26 @@ from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import default_resources
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
-VERSION = "0123456789abcdef" * 4
 
 
 def _synthetic_splits(store, cfg, data_version: str, directory: Path, splits: tuple[str, ...]) -> dict[str, Path]:
     """Stands in for the feature store's export: the splits of a synthetic data version."""
-    assert data_version == VERSION and splits == ("train", "validation")
+    assert splits == ("train", "validation")
     train, val = write_splits(directory, 1000, 300)
     return {"train": train, "validation": val}
 
 
-def _materialize(**train: object) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
+def _materialize(**train: object) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance, str]:
+    """Materialize the training step for a data version (a raw commit) whose features are synthetic."""
     cfg = parse_config(tiny_config(nproc=2, epochs=2, checkpoint_every_steps=4, telemetry_every_steps=4, **train))
+    store = open_store()
+    store.create_repo(raw_repo(cfg), default_branch="main")
+    version = store.commit(raw_repo(cfg), "main", {"raw/flights/2013-01.parquet": b"synthetic"}, "synthetic").id
     instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(f"{cfg.dataset.name}_data_versions", [VERSION])
-    result = dg.materialize(training.build(cfg, DatasetKeys.of(cfg)), partition_key=VERSION, instance=instance,
+    instance.add_dynamic_partitions(f"{cfg.dataset.name}_data_versions", [version])
+    result = dg.materialize(training.build(cfg, DatasetKeys.of(cfg)), partition_key=version, instance=instance,
                             resources=default_resources(), raise_on_error=False)
-    return result, instance
+    return result, instance, version
 
 
 def _events(result: dg.ExecuteInProcessResult, kind: str) -> list[dg.DagsterEvent]:
@@ -50,7 +53,7 @@ def _features(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_two_ranks_through_pipes_crash_retry_resume(home: str) -> None:
-    result, _ = _materialize(retries=1, faults={"crash_at_step": 12, "crash_rank": 0})
+    result, _, version = _materialize(retries=1, faults={"crash_at_step": 12, "crash_rank": 0})
     assert result.success
     assert len(_events(result, "STEP_UP_FOR_RETRY")) == 1  # the crash; the retry resumed and finished
     mats = {m.asset_key.to_user_string(): m.metadata for m in result.asset_materializations_for_node(
@@ -62,7 +65,7 @@ def test_two_ranks_through_pipes_crash_retry_resume(home: str) -> None:
     assert ckpt["attempt"].value == 2 and ckpt["resumed_from_step"].value == 8
     store = open_store()
     committed = store.list_objects(derived_repo(parse_config(tiny_config())), ckpt["store_commit"].value,
-                                   prefix=f"checkpoints/{VERSION}/")
+                                   prefix=f"checkpoints/{version}/")
     assert any(p.endswith("/final/MANIFEST.json") for p in committed)
     assert any(p.endswith("/best/.metadata") for p in committed)
     assert model["world_size"].value == "2" and model["checkpoints"].value == [c["name"] for c in listed]
@@ -73,7 +76,7 @@ def test_two_ranks_through_pipes_crash_retry_resume(home: str) -> None:
 
 
 def test_a_dead_rank_fails_the_step_within_the_collective_timeout(home: str) -> None:
-    result, instance = _materialize(retries=0, collective_timeout_s=3,
+    result, instance, _ = _materialize(retries=0, collective_timeout_s=3,
                                     faults={"slow_rank": 1, "slow_rank_ms": 600_000})
     assert not result.success
     (start,) = _events(result, "STEP_START")
