@@ -4,6 +4,10 @@ A checkpoint is written into ``.tmp-step-N/`` and becomes ``step-N/`` only after
 written and rank 0 has written ``MANIFEST.json`` (sha256 and size of every file), so a crash leaves no
 half checkpoint under a valid name. Loading checks the manifest first, reads DCP metadata with a
 restricted unpickler, refuses any non-tensor entry, and reads tensors with ``weights_only=True``.
+
+Async saves do what ``dcp.async_save`` does in its thread mode, with long-lived threads: the state is
+copied to CPU buffers by a stager thread (the optimizer waits only for that copy), and a writer thread runs
+``dcp.save`` and finalizes the checkpoint.
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ from typing import Any
 import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata, StorageMeta
-from torch.distributed.tensor import DTensor
 
 from mlassets.core.checkpoint_files import verify, write_json, write_manifest
 from mlassets.core.distributed import DistEnv
+from mlassets.core.staging import Stager
 
 META = "meta.json"
 PREFIX = "step-"
@@ -90,50 +94,6 @@ def step_dirs(root: Path) -> list[Path]:
 
 def read_meta(directory: Path) -> dict[str, Any]:
     return json.loads((directory / META).read_text())
-
-
-class Stager:
-    """Copies a (nested, tensor-only) state into cached CPU buffers on one background thread.
-
-    ``Tensor.copy_`` runs without the GIL; DCP's ``DefaultStager`` copies storages while holding it, which
-    stalls the training loop ~10 ms per 100 MB. Buffers are reused, so a save must finish before the next.
-    """
-
-    def __init__(self, pin: bool = False) -> None:
-        self.pin = pin
-        self._buffers: dict[tuple[str, ...], torch.Tensor] = {}
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-stager")
-
-    def stage(self, state: dict[str, Any]) -> Future[dict[str, Any]]:
-        return self._pool.submit(self._copy, state, ())
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
-        self._buffers.clear()
-
-    @torch.no_grad()
-    def _copy(self, state: dict[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, value in state.items():
-            key = (*prefix, str(name))
-            if isinstance(value, dict):
-                out[name] = self._copy(value, key)
-            elif isinstance(value, DTensor):  # a shard: stage the local part, keep the layout
-                local = self._buffer(key, value.to_local())
-                out[name] = DTensor.from_local(local, value.device_mesh, value.placements, run_check=False,
-                                               shape=value.shape, stride=value.stride())
-            elif isinstance(value, torch.Tensor):
-                out[name] = self._buffer(key, value)
-            else:
-                raise TypeError(f"checkpoint entry {'.'.join(key)} is a {type(value).__name__}, not a tensor")
-        return out
-
-    def _buffer(self, key: tuple[str, ...], tensor: torch.Tensor) -> torch.Tensor:
-        buffer = self._buffers.get(key)
-        if buffer is None or buffer.shape != tensor.shape or buffer.dtype != tensor.dtype:
-            buffer = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=self.pin)
-            self._buffers[key] = buffer
-        return buffer.copy_(tensor)
 
 
 class Checkpointer:

@@ -171,5 +171,9 @@ def test_fsdp_writes_sharded_checkpoints_and_resumes(data, reference: Path, tmp_
     chunks = metadata.state_dict_metadata["model.mlp.0.weight"].chunks
     assert len(chunks) == 2  # each rank holds half of the layer
     one, two = _weights(tmp_path), _weights(reference)
-    for name in one:
+    for name in one:  # sharded or replicated: the same training
         assert torch.allclose(one[name], two[name], rtol=1e-5), name
+    uninterrupted = tmp_path / "uninterrupted"
+    proc = _run(_job(data, uninterrupted, sharding="fsdp"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _result(uninterrupted)["final_weights_sha256"] == result["final_weights_sha256"]
