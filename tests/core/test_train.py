@@ -18,12 +18,12 @@ import yaml
 from mlassets.core.artifact import load_bundle
 from mlassets.core.config import CONFIG_DIR, parse_config
 from mlassets.core.reporting import PrintReporter
+from mlassets.core.synthetic import flights_like
 from mlassets.core.train import TrainJob, run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
 REPO = Path(__file__).resolve().parents[2]
-CARRIERS = {"AA": -10.0, "DL": 0.0, "UA": 15.0, "B6": 30.0, "EV": 5.0}
 
 
 def _config(**features: object) -> dict:
@@ -35,26 +35,7 @@ def _config(**features: object) -> dict:
 
 
 def _frame(n: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    carrier = rng.choice(list(CARRIERS), n)
-    dep_hour = rng.integers(5, 23, n)
-    precip = rng.exponential(0.05, n)
-    temp = rng.normal(15, 10, n)
-    temp[rng.random(n) < 0.05] = np.nan
-    signal = np.vectorize(CARRIERS.get)(carrier) + 2.5 * (dep_hour - 5) + 200 * precip
-    df = pd.DataFrame({
-        "carrier": carrier,
-        "origin": rng.choice(["EWR", "JFK", "LGA"], n),
-        "dest": rng.choice([f"D{i:02d}" for i in range(12)], n),
-        "dep_hour": dep_hour,
-        "weekday": rng.integers(0, 7, n),
-        "distance": rng.uniform(100, 2500, n),
-        "temp": temp,
-        "precip": precip,
-        **{c: rng.normal(0, 1, n) for c in ["dewp", "humid", "wind_speed", "pressure", "visib"]},
-        "arr_delay": signal + rng.normal(0, 5, n),
-    })
-    return df
+    return flights_like(n, seed)
 
 
 @pytest.fixture(scope="module")
