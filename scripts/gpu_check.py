@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -25,7 +27,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from mlassets.core.artifact import build_model  # noqa: E402
 from mlassets.core.candidates import train_command  # noqa: E402
+from mlassets.core.config import parse_config  # noqa: E402
+from mlassets.core.loader import load_data  # noqa: E402
 from mlassets.core.synthetic import tiny_config, write_splits  # noqa: E402
 from mlassets.core.telemetry import PARTS  # noqa: E402
 from mlassets.core.train_job import TrainJob  # noqa: E402
@@ -39,6 +44,8 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=60, help="optimizer steps (one epoch)")
     parser.add_argument("--batch", type=int, default=0, help="global batch (default 8192 on GPU, 512 on CPU)")
     parser.add_argument("--width", type=int, default=0, help="hidden width (default 4096 on GPU, 256 on CPU)")
+    parser.add_argument("--every", type=int, default=0, help="checkpoint every N steps (default: steps / 5)")
+    parser.add_argument("--keep", type=Path, help="copy the run's result.json and telemetry into this folder")
     return parser.parse_args()
 
 
@@ -61,8 +68,39 @@ def _report(out: Path, nproc: int, batch: int) -> None:
         print(f"{rank:>4} {1000 * step:>8.1f} {batch / nproc / step:>10.0f} {shares} {covered:>8.1%} "
               f"{util:>9.0f} {mem:>8.0f}")
     print(f"throughput: {batch / max(steps):,.0f} samples/s (slowest rank's median step "
-          f"{1000 * max(steps):.1f} ms); train_seconds {result['train_seconds']}")
+          f"{1000 * max(steps):.1f} ms); train_seconds {result['train_seconds']} (loop "
+          f"{result['loop_seconds']}, validation {result['validation_seconds']})")
+    rows = pq.read_table(out / "telemetry" / "rank0.parquet").to_pylist()
+    saves = [r for r in rows if r["t_checkpoint"] > 2 * statistics.median(x["t_checkpoint"] for x in rows) + 1e-3]
+    print(f"rank 0: first step {1000 * rows[0]['t_step']:.1f} ms; checkpoint part of the steps that saved: "
+          + ", ".join(f"step {r['step']} {1000 * r['t_checkpoint']:.1f} ms" for r in saves))
     print("checkpoints: " + ", ".join(f"{c['name']} (val_mae {c['val_mae']})" for c in result["checkpoints"]))
+
+
+def _stall(out: Path, config: dict, splits: tuple[Path, Path], every: int) -> None:
+    """Training time blocked per checkpoint (async) against a blocking ``torch.save`` of the same state."""
+    rows = pq.read_table(out / "telemetry" / "rank0.parquet").to_pylist()
+    per_save = [sum(r["t_checkpoint"] for r in rows if s <= r["step"] < s + every)
+                for s in range(every, len(rows) - every + 1, every)]
+    if len(per_save) < 2:
+        return
+    data = load_data(parse_config(config), str(splits[0]), str(splits[1]), None)
+    device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    model = build_model(config["model"], data.pre.cardinalities, len(data.pre.numeric)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(data.x_cat[:8].to(device), data.x_num[:8].to(device)).sum().backward()
+    optimizer.step()
+    seconds = []
+    for _ in range(4):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        torch.save({"model": model.state_dict(), "optim": optimizer.state_dict()}, out / "blocking.pt")
+        os.sync()
+        seconds.append(time.perf_counter() - started)
+    a, b = statistics.median(per_save[1:]), statistics.median(seconds[1:])
+    print(f"checkpoint stall: {1000 * a:.1f} ms per save (median of {len(per_save) - 1} after the first, which "
+          f"took {1000 * per_save[0]:.1f} ms) vs blocking torch.save + sync {1000 * b:.1f} ms: {a / b:.4f}x")
 
 
 def main() -> int:
@@ -73,6 +111,7 @@ def main() -> int:
         return 2
     nproc = args.nproc or (gpus if not args.cpu else 2)
     batch = args.batch or (8192 if not args.cpu else 512)
+    every = args.every or max(args.steps // 5, 1)
     width = args.width or (4096 if not args.cpu else 256)
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         root = Path(tmp)
@@ -80,16 +119,24 @@ def main() -> int:
         config = tiny_config(model={"hidden": [width, width, width], "embedding_dim": 16}, epochs=1,
                              batch_size=batch, nproc=nproc, threads=4 if not args.cpu else 1,
                              backend="gloo" if args.cpu else "nccl", precision="bf16" if args.bf16 else "fp32",
-                             checkpoint_every_steps=max(args.steps // 3, 1), telemetry_every_steps=10)
+                             checkpoint_every_steps=every, telemetry_every_steps=10)
         job = TrainJob(config, str(train), str(val), str(root / "run"), "gpu-check").to_json(root / "job.json")
-        env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(config["training"]["threads"])}
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": str(config["training"]["threads"])}
+        command = train_command(nproc, job, torchrun=not args.cpu)  # one GPU too: DDP over NCCL
         print(f"gpu_check: {nproc} rank(s) on {'CPU (gloo)' if args.cpu else f'{gpus} GPU(s) (nccl)'}: "
-              f"{' '.join(train_command(nproc, job))}", flush=True)
-        proc = subprocess.run(train_command(nproc, job), env=env, cwd=REPO)
+              f"{' '.join(command)}", flush=True)
+        proc = subprocess.run(command, env=env, cwd=REPO)
         if proc.returncode != 0:
             print(f"gpu_check: training failed with exit status {proc.returncode}", file=sys.stderr)
             return 1
         _report(root / "run", nproc, batch)
+        _stall(root / "run", config, (train, val), every)
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / "run" / "result.json", args.keep / "result.json")
+            for path in (root / "run" / "telemetry").glob("rank*.parquet"):
+                shutil.copy(path, args.keep / path.name)
     return 0
 
 

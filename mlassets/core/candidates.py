@@ -47,13 +47,16 @@ def record(cfg: PipelineConfig, data_version: str, result: dict[str, object]) ->
     }
 
 
-def train_command(nproc: int, job_path: Path) -> list[str]:
+def train_command(nproc: int, job_path: Path, torchrun: bool = False) -> list[str]:
     """The command that trains ``job_path``: one plain process, or torchrun with ``nproc`` local ranks.
+
+    ``torchrun=True`` launches one rank through torchrun too: it then joins a process group (DDP or FSDP
+    over NCCL on one GPU) instead of training as a plain process.
 
     torchrun never restarts ranks (``--max-restarts=0``): the orchestrator's retry policy restarts the
     whole step, where every restart is visible, and the new attempt resumes from the newest checkpoint.
     """
-    if nproc <= 1:
+    if nproc <= 1 and not torchrun:
         return [sys.executable, "-m", "mlassets.core.train", "--job", str(job_path)]
     torchrun = Path(sys.executable).with_name("torchrun")
     launcher = [str(torchrun)] if torchrun.is_file() else [sys.executable, "-m", "torch.distributed.run"]

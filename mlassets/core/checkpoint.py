@@ -102,7 +102,7 @@ class Checkpointer:
     def __init__(self, root: Path, env: DistEnv, keep_last: int, use_async: bool, log: Callable[[str], None]):
         self.root, self.env, self.keep_last, self.log = root, env, keep_last, log
         self.root.mkdir(parents=True, exist_ok=True)
-        self._stager = Stager(pin=env.device.type == "cuda") if use_async else None
+        self._stager = Stager(env.device) if use_async else None
         self._staging: Future[Any] | None = None
         self._final: Future[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
@@ -132,11 +132,19 @@ class Checkpointer:
                  no_dist=not self.env.distributed)
         self._finalize(step, tmp)
 
-    def wait_staged(self) -> None:
-        """Block until the last save has copied the state (before the optimizer changes it)."""
-        if self._staging is not None:
-            self._staging.result()
-            self._staging = None
+    def wait_staged(self) -> tuple[Any, Any] | None:
+        """Before the optimizer changes the state: the last save's copy must be complete.
+
+        On CPU this blocks until the stager thread has copied; on CUDA the training stream waits for the copy on
+        the GPU and the (before, after) CUDA events of that wait are returned.
+        """
+        if self._staging is None:
+            return None
+        staging, self._staging = self._staging, None
+        if self._stager is not None and self._stager.cuda:
+            return self._stager.order_after_copy()
+        staging.result()
+        return None
 
     def wait(self) -> None:
         """Block until the last save is written and finalized; re-raise its error."""

@@ -36,7 +36,7 @@ class DistEnv:
 
     @property
     def distributed(self) -> bool:
-        return self.world_size > 1
+        return self.backend != "none"
 
     @property
     def is_main(self) -> bool:
@@ -66,7 +66,7 @@ def setup(tr: TrainingConfig) -> DistEnv:
         torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if world == 1:
+    if world == 1 and "TORCHELASTIC_RUN_ID" not in os.environ:  # torchrun with one rank still joins a group
         return DistEnv(rank, world, local, device, "none")
     timeout = datetime.timedelta(seconds=tr.collective_timeout_s)
     if not dist.is_initialized():

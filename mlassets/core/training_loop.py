@@ -126,9 +126,11 @@ class Trainer:
         self._loss += row_sum.detach().double()
         (row_sum * (env.world_size / n_global)).backward()  # averaged over ranks: the global batch mean
         end = self._event()
+        if self.cuda:
+            torch.cuda.synchronize(env.device)
         t2 = time.perf_counter()
         compute, sync = self._split(t1, t2, start, end)
-        self.checkpointer.wait_staged()  # the optimizer may not change what a save is still copying
+        fence = self.checkpointer.wait_staged()  # the optimizer may not change what a save is still copying
         t3 = time.perf_counter()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -136,13 +138,15 @@ class Trainer:
         if self.cuda:
             torch.cuda.synchronize(env.device)
         t4 = time.perf_counter()
+        gpu_wait = fence[0].elapsed_time(fence[1]) / 1000 if fence else 0.0  # the GPU waited for the copy
         progress.step += 1
         progress.mid_epoch = True
         last = self.sampler.position == len(self.sampler)
         if not last and self._due():
             self._save(None)
         t5 = time.perf_counter()
-        self.steps.add(epoch, progress.step, (t1 - t0, compute, sync, t4 - t3, (t3 - t2) + (t5 - t4)), t5 - t0,
+        self.steps.add(epoch, progress.step, (t1 - t0, compute, sync, t4 - t3 - gpu_wait,
+                                      (t3 - t2) + (t5 - t4) + gpu_wait), t5 - t0,
                        len(y), gpu_sample(env.device))
         self.loop_seconds += t5 - t0
         if self.tr.telemetry_every_steps > 0 and progress.step % self.tr.telemetry_every_steps == 0:
@@ -160,8 +164,7 @@ class Trainer:
     def _split(self, t1: float, t2: float, start: Any, end: Any) -> tuple[float, float]:
         """(compute, sync): split at the moment the last gradient bucket went to the all-reduce."""
         timer = self.timer
-        if self.cuda:
-            torch.cuda.synchronize(self.env.device)
+        if self.cuda:  # the caller synchronized the device
             if timer.last_event is None:
                 return start.elapsed_time(end) / 1000, 0.0
             return start.elapsed_time(timer.last_event) / 1000, timer.last_event.elapsed_time(end) / 1000

@@ -84,6 +84,17 @@ def test_one_and_two_ranks_with_the_same_global_batch_agree(reference: Path, sin
         assert a["val_mae"] == pytest.approx(b["val_mae"], rel=1e-5)
 
 
+def test_torchrun_with_one_rank_joins_a_process_group_and_trains_the_same_weights(data, single: Path,
+                                                                                   tmp_path: Path) -> None:
+    command = train_command(1, _job(data, tmp_path), torchrun=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = _result(tmp_path)
+    assert result["world_size"] == 1 and result["sharding"] == "ddp"  # a plain process reports "none"
+    assert _result(single)["sharding"] == "none"
+    assert result["final_weights_sha256"] == _result(single)["final_weights_sha256"]
+
+
 def _telemetry(out: Path) -> dict[int, list[dict]]:
     return {rank: pq.read_table(out / "telemetry" / f"rank{rank}.parquet").to_pylist() for rank in (0, 1)}
 

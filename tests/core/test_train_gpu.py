@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from mlassets.core.candidates import train_command
 from mlassets.core.faults import InjectedCrash
 from mlassets.core.reporting import PrintReporter
 from mlassets.core.synthetic import tiny_config, write_splits
@@ -50,3 +53,33 @@ def test_gpu_check_script_runs() -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "throughput:" in proc.stdout and "backend nccl" in proc.stdout
+
+
+def _torchrun(data: tuple[Path, Path], out: Path, **training: object) -> subprocess.CompletedProcess[str]:
+    """One rank under torchrun: it joins an NCCL process group, so DDP's all-reduce and FSDP2 run on the GPU."""
+    out.mkdir(parents=True, exist_ok=True)
+    config = tiny_config(backend="nccl", epochs=2, checkpoint_every_steps=4, **training)
+    job = TrainJob(config, str(data[0]), str(data[1]), str(out), "v1").to_json(out / "job.json")
+    command = train_command(1, job, torchrun=True)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_PIPES_")}
+    return subprocess.run(command, capture_output=True, text=True, env={**env, "PYTHONPATH": path}, timeout=300)
+
+
+@pytest.mark.parametrize("sharding", ["ddp", "fsdp"])
+def test_nccl_process_group_resumes_exactly(tmp_path: Path, sharding: str) -> None:
+    data = write_splits(tmp_path / "data", 1000, 300)
+    proc = _torchrun(data, tmp_path / "reference", sharding=sharding)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reference = json.loads((tmp_path / "reference" / "result.json").read_text())
+    assert reference["sharding"] == sharding and reference["device"].startswith("cuda")
+    rows = pq.read_table(tmp_path / "reference" / "telemetry" / "rank0.parquet").to_pylist()
+    if sharding == "ddp":  # the NCCL all-reduce is timed with CUDA events
+        assert all(r["t_sync"] > 0 for r in rows)
+    proc = _torchrun(data, tmp_path / "run", sharding=sharding, faults={"crash_at_step": 12})
+    assert proc.returncode != 0 and "injected crash at step 12" in proc.stderr
+    proc = _torchrun(data, tmp_path / "run", sharding=sharding)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert resumed["resumed_from_step"] == 8
+    assert resumed["final_weights_sha256"] == reference["final_weights_sha256"]
