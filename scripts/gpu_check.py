@@ -74,7 +74,8 @@ def _report(out: Path, nproc: int, batch: int) -> None:
     saves = [r for r in rows if r["t_checkpoint"] > 2 * statistics.median(x["t_checkpoint"] for x in rows) + 1e-3]
     print(f"rank 0: first step {1000 * rows[0]['t_step']:.1f} ms; checkpoint part of the steps that saved: "
           + ", ".join(f"step {r['step']} {1000 * r['t_checkpoint']:.1f} ms" for r in saves))
-    print("checkpoints: " + ", ".join(f"{c['name']} (val_mae {c['val_mae']})" for c in result["checkpoints"]))
+    print("checkpoints: " + ", ".join(f"{c['name']} (val_{result['val_metric_name']} {c['val_metric']})"
+                                      for c in result["checkpoints"]))
 
 
 def _stall(out: Path, config: dict, splits: tuple[Path, Path], every: int) -> None:

@@ -31,7 +31,11 @@ MANIFEST = "MANIFEST.json"
 
 @dataclass
 class ModelBundle:
-    """A trained network with its preprocessing; it predicts ``(y - target_center) / target_scale``."""
+    """A trained network with its preprocessing.
+
+    Regression: the network predicts ``(y - target_center) / target_scale``; binary: the logit of P(y = 1), and
+    ``predict`` returns the probability.
+    """
 
     model: TabularMLP
     preprocessor: Preprocessor
@@ -40,9 +44,10 @@ class ModelBundle:
     target_center: float = 0.0
     target_scale: float = 1.0
     meta: dict[str, str] = field(default_factory=dict)
+    task: str = "regression"
 
     def predict(self, df: pd.DataFrame, batch_size: int = 65536) -> np.ndarray:
-        """Predictions in target units (float64) for raw feature rows."""
+        """Predictions in target units, or P(target = 1) for a binary task (float64), for raw feature rows."""
         x_cat, x_num = self.preprocessor.transform(df)
         self.model.eval()
         out = np.empty(len(df), dtype=np.float64)
@@ -50,6 +55,8 @@ class ModelBundle:
             for start in range(0, len(df), batch_size):
                 stop = start + batch_size
                 out[start:stop] = self.model(x_cat[start:stop], x_num[start:stop]).double().numpy()
+        if self.task == "binary":
+            return 0.5 * (1.0 + np.tanh(0.5 * out))  # the logistic function, without overflow
         return out * self.target_scale + self.target_center
 
 
@@ -89,6 +96,7 @@ def save_bundle(bundle: ModelBundle, directory: str | Path) -> Path:
             "target": bundle.target,
             "target_center": float(bundle.target_center),
             "target_scale": float(bundle.target_scale),
+            "task": bundle.task,
             "meta": {str(k): str(v) for k, v in bundle.meta.items()},
         }
         (tmp / BUNDLE).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
@@ -166,7 +174,14 @@ def load_bundle(directory: str | Path) -> ModelBundle:
         target_center=float(doc["target_center"]),
         target_scale=float(doc["target_scale"]),
         meta={str(k): str(v) for k, v in doc.get("meta", {}).items()},
+        task=_task(doc.get("task", "regression"), directory),  # bundles before binary tasks have no "task"
     )
+
+
+def _task(task: Any, directory: Path) -> str:
+    if task not in ("regression", "binary"):
+        raise ValueError(f"{BUNDLE} in {directory}: task {task!r}, expected 'regression' or 'binary'")
+    return str(task)
 
 
 def bundle_size_bytes(directory: str | Path) -> int:

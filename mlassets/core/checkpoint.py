@@ -226,7 +226,7 @@ def best_checkpoint(dirs: list[Path]) -> Path | None:
     scored = []
     for path in dirs:
         try:
-            value = read_meta(path).get("val_mae")
+            value = read_meta(path).get("val_metric")
         except (OSError, ValueError):
             continue
         if value is not None:
@@ -240,5 +240,5 @@ def list_checkpoints(root: Path) -> list[dict[str, Any]]:
     for path in reversed(step_dirs(root)):
         meta = read_meta(path)
         out.append({"name": path.name, "step": meta["step"], "epoch": meta["epoch"],
-                    "val_mae": meta.get("val_mae"), "path": str(path.resolve())})
+                    "val_metric": meta.get("val_metric"), "path": str(path.resolve())})
     return out

@@ -106,7 +106,7 @@ class TrainingConfig:
     batch_size: int = 512  # global batch, split across ranks
     lr: float = 0.003
     weight_decay: float = 0.0
-    loss: Literal["l1", "mse", "huber"] = "l1"
+    loss: Literal["auto", "l1", "mse", "huber", "bce"] = "auto"  # auto: l1 for regression, bce for binary
     seed: int = 42
     threads: int = 1  # per rank
     nproc: int = 1  # ranks on this node (torchrun --nproc-per-node)

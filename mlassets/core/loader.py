@@ -72,12 +72,24 @@ def load_data(cfg: PipelineConfig, train_path: str, validation_path: str, report
     xc, xn = pre.transform(train_df)
     vc, vn = pre.transform(val_df)
     y_train = train_df[target].to_numpy(dtype=np.float64)
-    center = float(np.median(y_train))
-    scale = float(np.std(y_train))
-    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+    if cfg.dataset.task == "binary":  # the network gives logits of P(target = 1): no standardizing
+        for what, df in frames.items():
+            _check_binary(df[target].to_numpy(dtype=np.float64), target, what)
+        center, scale = 0.0, 1.0
+    else:
+        center = float(np.median(y_train))
+        scale = float(np.std(y_train))
+        scale = scale if np.isfinite(scale) and scale > 0 else 1.0
     y = torch.from_numpy(((y_train - center) / scale).astype(np.float32))
     return TabularData(pre, xc, xn, y, vc, vn, val_df[target].to_numpy(dtype=np.float64), center, scale,
                        len(train_df), len(val_df))
+
+
+def _check_binary(y: np.ndarray, target: str, what: str) -> None:
+    bad = np.flatnonzero((y != 0) & (y != 1))
+    if len(bad):
+        raise ValueError(f"dataset.target {target!r} of a binary task must be 0 or 1: {what} row {int(bad[0])} "
+                         f"has {float(y[bad[0]])!r} ({len(bad)} such rows)")
 
 
 class TabularRows(torch.utils.data.Dataset):

@@ -49,10 +49,11 @@ def log_training(config: Mapping[str, Any], result: Mapping[str, Any]) -> None:
     params = flatten("", config)
     for chunk_start in range(0, len(params), 100):
         mlflow.log_params(dict(list(params.items())[chunk_start : chunk_start + 100]))
+    name = f"val_{result['val_metric_name']}"  # val_mae (regression) or val_logloss (binary)
     for point in result["curves"]:
         step = int(point["epoch"])
-        mlflow.log_metrics({"train_loss": point["train_loss"], "val_mae": point["val_mae"]}, step=step)
-    mlflow.log_metrics({"best_val_mae": float(result["val_mae"]), "train_seconds": result["train_seconds"]})
+        mlflow.log_metrics({"train_loss": point["train_loss"], name: point["val_metric"]}, step=step)
+    mlflow.log_metrics({f"best_{name}": float(result["val_metric"]), "train_seconds": result["train_seconds"]})
 
 
 def pip_requirements() -> list[str]:

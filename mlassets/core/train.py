@@ -34,7 +34,7 @@ from mlassets.core.loader import TabularData, load_data
 from mlassets.core.reporting import PrintReporter, Reporter
 from mlassets.core.run_log import open_sink
 from mlassets.core.train_job import TrainJob
-from mlassets.core.training_loop import Trainer
+from mlassets.core.training_loop import Trainer, check
 
 CRASH_EXIT = 75  # exit status of an injected crash
 
@@ -64,17 +64,18 @@ def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[s
         model = build_model(trainer.model_config, data.pre.cardinalities, len(data.pre.numeric))
     model.load_state_dict(outcome["best_state"])
     curves = trainer.progress.curves
-    best = min(curves, key=lambda c: c["val_mae"])  # the earliest epoch on ties, like the best checkpoint
+    best = min(curves, key=lambda c: c["val_metric"])  # the earliest epoch on ties, like the best checkpoint
     bundle = ModelBundle(model.eval(), data.pre, trainer.model_config, cfg.dataset.target, data.center, data.scale,
                          {"data_version": job.data_version, "config_hash": cfg.config_hash(),
-                          "torch_version": torch.__version__, "best_epoch": str(best["epoch"])})
+                          "torch_version": torch.__version__, "best_epoch": str(best["epoch"])}, task=trainer.task)
     model_dir = save_bundle(bundle, out_dir / "model")
     torch.save(outcome["final_state"], out_dir / "final_weights.pt")
     manifest = json.loads((model_dir / MANIFEST).read_text())
     checkpoints = outcome["checkpoints"]
     by_step = {c["step"]: c for c in checkpoints}
     result = {
-        "curves": curves, "best_epoch": best["epoch"], "val_mae": best["val_mae"],
+        "curves": curves, "best_epoch": best["epoch"], "val_metric": best["val_metric"],
+        "val_metric_name": trainer.val_metric, "task": trainer.task,
         "n_train": data.n_train, "n_val": data.n_val, "seed": tr.seed, "loader_seed": tr.seed,
         "threads": tr.threads, "world_size": env.world_size, "torch_version": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(), "backend": env.backend,
@@ -107,6 +108,7 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
     started = time.perf_counter()
     cfg = parse_config(job.config)
     tr = cfg.training
+    check(tr, cfg.dataset.task)  # before any data is read or process group joined
     env = dd.setup(tr)
     out_dir = Path(job.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -140,7 +142,8 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
         sink.close()
         dd.teardown(env)
     if env.is_main:
-        reporter.log(f"best epoch {result['best_epoch']}: val_mae={result['val_mae']:.4f}; "
+        name = f"val_{result['val_metric_name']}"
+        reporter.log(f"best epoch {result['best_epoch']}: {name}={result['val_metric']:.4f}; "
                      f"model in {out_dir / 'model'}")
     return result
 
@@ -148,8 +151,8 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
 def _summary(job: TrainJob, result: dict[str, Any]) -> dict[str, Any]:
     """The materialization metadata rank 0 reports through Pipes."""
     out_dir = Path(job.out_dir).resolve()
-    keys = ("val_mae", "best_epoch", "n_train", "n_val", "train_seconds", "weights_sha256", "world_size",
-            "steps", "attempt", "final_weights_sha256")
+    keys = ("val_metric", "val_metric_name", "best_epoch", "n_train", "n_val", "train_seconds", "weights_sha256",
+            "world_size", "steps", "attempt", "final_weights_sha256")
     return {**{k: result[k] for k in keys}, "resumed_from_step": result["resumed_from_step"] or 0,
             "checkpoints": [c["name"] for c in result["checkpoints"]], "telemetry": result["telemetry"],
             "model_dir": str(out_dir / "model"), "result_path": str(out_dir / "result.json")}

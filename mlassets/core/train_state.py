@@ -90,13 +90,13 @@ def tensor_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[di
 
 def capture(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, loader: StatefulDataLoader,
             progress: Progress, env: DistEnv, key: str,
-            val_mae: float | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+            val_metric: float | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``(tensors, rank_state, meta)`` of the current state."""
     tensors, groups = tensor_state(model, optimizer)
     rank_state = {"rng": rng_state(env.device), "loader": loader.state_dict(), "loss_sum": progress.loss_sum}
     meta = {"step": progress.step, "epoch": progress.epoch if progress.mid_epoch else progress.epoch - 1,
             "next_epoch": progress.epoch, "mid_epoch": progress.mid_epoch, "curves": progress.curves,
-            "val_mae": val_mae, "resume_key": key, "world_size": env.world_size,
+            "val_metric": val_metric, "resume_key": key, "world_size": env.world_size,
             "param_groups": json.loads(json.dumps(groups)), "scheduler": scheduler.state_dict(),
             "saved_at": time.time()}
     return tensors, rank_state, meta

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from mlassets.core import distributed as dd
 from mlassets.core.artifact import build_model
@@ -20,24 +19,21 @@ from mlassets.core.checkpoint import PREFIX, Checkpointer, best_checkpoint, list
 from mlassets.core.config import PipelineConfig, TrainingConfig
 from mlassets.core.faults import Faults
 from mlassets.core.loader import TabularData, build_loader
+from mlassets.core.objectives import LOSSES, VAL_METRIC, resolve_loss, validation_metric
 from mlassets.core.run_log import MetricsSink
 from mlassets.core.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
 from mlassets.core.train_state import Progress, capture, load_model_weights, restore, resume_key
 
 EVAL_BATCH = 65536
-LOSSES = {"l1": nn.L1Loss, "mse": nn.MSELoss, "huber": nn.HuberLoss}
-
-
 def schedule(kind: str, total_steps: int) -> Callable[[int], float]:
     if kind == "cosine":
         return lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / max(total_steps, 1)))
     return lambda step: 1.0
 
 
-def check(tr: TrainingConfig) -> None:
+def check(tr: TrainingConfig, task: str = "regression") -> None:
     """The training settings this loop relies on (``ValueError`` names the key)."""
-    if tr.loss not in LOSSES:
-        raise ValueError(f"training.loss: unknown loss {tr.loss!r}")
+    resolve_loss(task, tr.loss)
     for key in ("checkpoint_every_steps", "checkpoint_every_minutes", "telemetry_every_steps", "retries"):
         if getattr(tr, key) < 0:
             raise ValueError(f"training.{key}: must be >= 0, got {getattr(tr, key)}")
@@ -52,7 +48,9 @@ class Trainer:
                  log: Callable[[str], None], sink: MetricsSink, data_version: str, attempt: int) -> None:
         tr = self.tr = cfg.training
         self.cfg, self.data, self.env, self.log, self.sink = cfg, data, env, log, sink
-        check(tr)
+        check(tr, cfg.dataset.task)
+        self.task = cfg.dataset.task
+        self.val_metric = VAL_METRIC[self.task]
         self.cuda = env.device.type == "cuda"
         self.bf16 = tr.precision == "bf16" and self.cuda
         self.model_config = asdict(cfg.model)
@@ -67,7 +65,7 @@ class Trainer:
         self.loader, self.sampler = build_loader(data, self.faults, tr.batch_size, env.rank, env.world_size, tr.seed)
         self.total_steps = tr.epochs * len(self.sampler)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(tr.lr_schedule, self.total_steps))
-        self.loss_fn = LOSSES[tr.loss](reduction="sum")
+        self.loss_fn = LOSSES[resolve_loss(self.task, tr.loss)](reduction="sum")
         self.checkpointer = Checkpointer(out_dir / "checkpoints", env, tr.keep_last, tr.async_checkpoint, log)
         self.steps = StepLog(out_dir / "telemetry", env.rank, attempt)
         self.key = resume_key(cfg.to_dict(), data_version, env.world_size)
@@ -180,10 +178,10 @@ class Trainer:
             due = bool(dd.broadcast_int(int(due or late), self.env))
         return due
 
-    def _save(self, val_mae: float | None) -> None:
+    def _save(self, val_metric: float | None) -> None:
         self.progress.loss_sum = float(self._loss)
         tensors, rank_state, meta = capture(self.model, self.optimizer, self.scheduler, self.loader, self.progress,
-                                            self.env, self.key, val_mae)
+                                            self.env, self.key, val_metric)
         self.checkpointer.save(self.progress.step, tensors, rank_state, meta)
         self.steps.flush()
         self._last_save = time.monotonic()
@@ -198,22 +196,23 @@ class Trainer:
     def _end_epoch(self, epoch: int) -> None:
         started = time.perf_counter()
         (loss_sum,) = dd.all_sum([float(self._loss)], self.env)
-        val_mae = self.validate()
+        val_metric = self.validate()
         train_loss = loss_sum / self.data.n_train
-        self.progress.curves.append({"epoch": epoch, "train_loss": train_loss, "val_mae": val_mae})
-        self.log(f"epoch {epoch}/{self.tr.epochs}: train_loss={train_loss:.5f} val_mae={val_mae:.4f} "
+        self.progress.curves.append({"epoch": epoch, "train_loss": train_loss, "val_metric": val_metric})
+        name = f"val_{self.val_metric}"
+        self.log(f"epoch {epoch}/{self.tr.epochs}: train_loss={train_loss:.5f} {name}={val_metric:.4f} "
                  f"(step {self.progress.step})")
-        self.sink.log({"train_loss": train_loss, "val_mae": val_mae}, step=epoch)
+        self.sink.log({"train_loss": train_loss, name: val_metric}, step=epoch)
         self.progress.epoch, self.progress.mid_epoch = epoch + 1, False
         self._loss.zero_()
         saving = time.perf_counter()
         self.validation_seconds += saving - started
-        self._save(val_mae)
+        self._save(val_metric)
         self.loop_seconds += time.perf_counter() - saving
         self.faults.maybe_crash(self.progress.step)
 
     def validate(self) -> float:
-        """Validation MAE in target units (float64); every rank runs it (FSDP needs all of them)."""
+        """Validation MAE in target units, or log loss (binary), in float64; every rank runs it (FSDP needs all)."""
         model = self.model if self.tr.sharding == "fsdp" and self.env.distributed else self.module
         data, device = self.data, self.env.device
         model.eval()
@@ -223,8 +222,7 @@ class Trainer:
                 out = model(data.val_cat[s:s + EVAL_BATCH].to(device), data.val_num[s:s + EVAL_BATCH].to(device))
                 preds.append(out.double().cpu().numpy())
         model.train()
-        pred = np.concatenate(preds) * data.scale + data.center
-        return float(np.mean(np.abs(pred - data.y_val)))
+        return validation_metric(self.task, np.concatenate(preds), data.y_val, data.center, data.scale)
 
     def finish(self) -> dict[str, Any]:
         """Final and best weights (rank 0 gets CPU tensors), checkpoint list, telemetry files."""

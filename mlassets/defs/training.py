@@ -92,7 +92,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                 **rec,
                 "model_uri": model_uri,
                 "mlflow_run_id": mlflow.active_run().info.run_id,
-                "val_mae": dg.MetadataValue.float(float(result["val_mae"])),
+                f"val_{result['val_metric_name']}": dg.MetadataValue.float(float(result["val_metric"])),
                 **{f"telemetry_{k}": dg.MetadataValue.float(float(summary[k])) for k in TELEMETRY_KEYS if k in summary},
             },
         )

@@ -81,7 +81,7 @@ def test_retention_keeps_the_last_k_and_the_best(tmp_path: Path, use_async: bool
     weights = torch.zeros(4)
     for step, val in enumerate([3.0, 1.0, 2.0, None, None], 1):
         weights += 1
-        ckpt.save(step, {"model": {"w": weights}}, {"rank": 0}, {"step": step, "epoch": 1, "val_mae": val})
+        ckpt.save(step, {"model": {"w": weights}}, {"rank": 0}, {"step": step, "epoch": 1, "val_metric": val})
         ckpt.wait_staged()  # as the loop does before the optimizer changes the weights
     ckpt.wait()
     ckpt.close()

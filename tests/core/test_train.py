@@ -61,17 +61,17 @@ def test_training_beats_median_baseline(data: tuple[Path, Path], trained: tuple[
     job, result = trained
     train, val = pd.read_parquet(data[0]), pd.read_parquet(data[1])
     naive = float(np.mean(np.abs(val["arr_delay"] - train["arr_delay"].median())))
-    print(f"train_seconds={result['train_seconds']} val_mae={result['val_mae']:.3f} naive={naive:.3f}")
-    assert result["val_mae"] < 0.6 * naive
+    print(f"train_seconds={result['train_seconds']} val_mae={result['val_metric']:.3f} naive={naive:.3f}")
+    assert result["val_metric"] < 0.6 * naive and (result["task"], result["val_metric_name"]) == ("regression", "mae")
     assert [c["epoch"] for c in result["curves"]] == [1, 2, 3]
-    best = min(result["curves"], key=lambda c: c["val_mae"])
-    assert (result["best_epoch"], result["val_mae"]) == (best["epoch"], best["val_mae"])
+    best = min(result["curves"], key=lambda c: c["val_metric"])
+    assert (result["best_epoch"], result["val_metric"]) == (best["epoch"], best["val_metric"])
     assert result["n_train"] == 3000 and result["n_val"] == 1000 and result["world_size"] == 1
     assert result["data_version"] == "v-test"
     assert json.loads((Path(job.out_dir) / "result.json").read_text()) == result
     bundle = load_bundle(Path(job.out_dir) / "model")  # the bundle holds the best epoch's weights
     pred = bundle.predict(val)
-    assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result["val_mae"], rel=1e-6)
+    assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result["val_metric"], rel=1e-6)
     assert bundle.meta["data_version"] == "v-test"
 
 
@@ -121,9 +121,9 @@ def test_cli_reports_through_dagster_pipes(data: tuple[Path, Path], tmp_path: Pa
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert metadata["weights_sha256"] == result["weights_sha256"]
     assert metadata["result_path"] == str((tmp_path / "out" / "result.json").resolve())
-    assert set(metadata) == {"val_mae", "best_epoch", "n_train", "n_val", "train_seconds", "weights_sha256",
-                             "model_dir", "result_path", "world_size", "steps", "attempt", "final_weights_sha256",
-                             "resumed_from_step", "checkpoints", "telemetry"}
+    assert set(metadata) == {"val_metric", "val_metric_name", "best_epoch", "n_train", "n_val", "train_seconds",
+                             "weights_sha256", "model_dir", "result_path", "world_size", "steps", "attempt",
+                             "final_weights_sha256", "resumed_from_step", "checkpoints", "telemetry"}
     assert metadata["checkpoints"] == [c["name"] for c in result["checkpoints"]]
     assert metadata["telemetry"]["steps"] == result["steps"] == 3 * 24  # 3 epochs of ceil(3000 / 128)
 

@@ -81,7 +81,7 @@ def test_one_and_two_ranks_with_the_same_global_batch_agree(reference: Path, sin
         assert torch.allclose(one[name], two[name], rtol=1e-5), name
     assert _result(reference)["world_size"] == 2 and _result(single)["world_size"] == 1
     for a, b in zip(_result(single)["curves"], _result(reference)["curves"], strict=True):
-        assert a["val_mae"] == pytest.approx(b["val_mae"], rel=1e-5)
+        assert a["val_metric"] == pytest.approx(b["val_metric"], rel=1e-5)
 
 
 def test_torchrun_with_one_rank_joins_a_process_group_and_trains_the_same_weights(data, single: Path,

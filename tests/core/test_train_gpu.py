@@ -45,7 +45,7 @@ def test_gpu_training_resumes_exactly_and_samples_the_gpu(tmp_path: Path) -> Non
 def test_bf16_autocast_trains(tmp_path: Path) -> None:
     data = write_splits(tmp_path / "data", 1000, 300)
     result = _train(data, tmp_path / "bf16", precision="bf16")
-    assert result["precision"] == "bf16" and result["val_mae"] < 20
+    assert result["precision"] == "bf16" and result["val_metric"] < 20
 
 
 def test_gpu_check_script_runs() -> None:

@@ -3,18 +3,23 @@ newest version, for the regression config and the binary one; lineage points bot
 
 from __future__ import annotations
 
+import json
+
 import dagster as dg
 import pytest
 
+from mlassets.core import registry, tracking
 from mlassets.core.config import load_config, shipped_configs
-from mlassets.core.datasets import raw_repo
+from mlassets.core.datasets import month_tables, raw_repo
+from mlassets.core.features import partition_frame
 from mlassets.core.store import open_store
 from mlassets.definitions import build_definitions
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import LAKEFS_UI_LINK
 from mlassets.defs.resources import StoreResource
-from mlassets.demo import QUIET, ingest
+from mlassets.demo import QUIET, ingest, run_pipeline
 from mlassets.instance import get_instance
+from mlassets.serving import load_champion
 
 pytestmark = pytest.mark.e2e
 WEEKS = ("2024-W01", "2024-W02", "2024-W03")
@@ -66,4 +71,41 @@ def test_three_weeks_to_snapshot_and_features(home: str, name: str) -> None:
         dg.AssetRecordsFilter(asset_key=keys.raw, asset_partitions=[WEEKS[-1]]), limit=1
     ).records[0]
     assert raw.run_id == ingest_run and raw.asset_materialization.metadata["data_commit"].value == newest
+    instance.dispose()
+
+
+def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> None:
+    """orders_late end to end: BCE training, log loss and calibration in the evaluation, a gate that judges
+    them (one training week gives ECE ~0.054 here, over the 0.05 limit), a champion serving probabilities."""
+    cfg = load_config(shipped_configs()["orders_late"])
+    keys, limit = DatasetKeys.of(cfg), cfg.gate.calibration_max_ece
+    defs, instance = build_definitions([cfg]), get_instance()
+    rows = []
+    for i, week in enumerate(("2024-W01", "2024-W02", "2024-W03", "2024-W04", "2024-W05")):
+        version = ingest(defs, instance, cfg, week)
+        if i >= 2:  # a training, a validation and a holdout week
+            rows.append(run_pipeline(defs, instance, cfg, week, version))
+    evaluations = [_latest(instance, keys.evaluation, row.data_version) for row in rows]
+    for row, evaluation in zip(rows, evaluations, strict=True):
+        gate = _latest(instance, keys.gate_result, row.data_version)
+        print(row.month, row.decision, row.reasons, evaluation["candidate_logloss"], evaluation["candidate_ece"])
+        assert 0 < evaluation["candidate_logloss"] < 0.45  # the base rate alone scores ~0.47
+        assert {"mean_predicted", "observed_rate"} <= {c.name for c in evaluation["calibration"].schema.columns}
+        assert "calibration_ece" in json.dumps(gate["gate_json"])
+        if evaluation["candidate_ece"] > limit:
+            assert row.decision == "reject" and any("calibration error (ECE)" in r for r in row.reasons), row
+        if row.decision == "pass":
+            assert evaluation["candidate_ece"] <= limit and row.success
+    passed = [i for i, row in enumerate(rows) if row.decision == "pass"]
+    assert passed and passed[0] < len(rows) - 1, [(r.month, r.decision, r.reasons) for r in rows]
+    assert evaluations[passed[0] + 1]["champion_logloss"] > 0  # compared with the champion on the same week
+
+    tracking.configure()
+    champion = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
+    run = tracking.mlflow.get_run(champion.run_id)
+    assert {"val_logloss", "best_val_logloss"} <= set(run.data.metrics) and "val_mae" not in run.data.metrics
+    assert run.data.params["training.loss"] == "auto"
+    week = partition_frame(month_tables(cfg, "2024-W05"), cfg)  # raw rows plus the derived features
+    prob = load_champion(cfg.model.registered_name).predict(week)
+    assert ((prob > 0) & (prob < 1)).all() and abs(prob.mean() - week["late"].mean()) < 0.05
     instance.dispose()
