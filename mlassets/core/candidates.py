@@ -58,8 +58,8 @@ def train_command(nproc: int, job_path: Path, torchrun: bool = False) -> list[st
     """
     if nproc <= 1 and not torchrun:
         return [sys.executable, "-m", "mlassets.core.train", "--job", str(job_path)]
-    torchrun = Path(sys.executable).with_name("torchrun")
-    launcher = [str(torchrun)] if torchrun.is_file() else [sys.executable, "-m", "torch.distributed.run"]
+    script = Path(sys.executable).with_name("torchrun")
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]
     return [*launcher, "--standalone", "--nnodes=1", f"--nproc-per-node={nproc}", "--max-restarts=0",
             "-m", "mlassets.core.train", "--job", str(job_path)]
 

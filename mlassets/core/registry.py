@@ -6,7 +6,6 @@ alike): each one is a row of the promotion log first, and only the row's winner 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 
 import mlflow
@@ -18,7 +17,7 @@ from mlflow.exceptions import MlflowException
 from mlassets.core import promotion
 from mlassets.core.artifact import ModelBundle, load_bundle
 from mlassets.core.promotion import FORCE, GENESIS, LOST, PROMOTE, ROLLBACK, Entry, PromotionError, PromotionLog
-from mlassets.core.tracking import bundle_path
+from mlassets.core.tracking import bundle_path, signature_of
 
 CHAMPION = "champion"
 CHALLENGER = "challenger"
@@ -43,12 +42,8 @@ def register(name: str, model_uri: str, tags: Mapping[str, str]) -> ModelVersion
 
 
 def set_signature(model_uri: str, bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> None:
-    """Record the model's input/output signature, inferred from a few raw rows and their predictions."""
-    sample = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(n).reset_index(drop=True)
-    with warnings.catch_warnings():  # its hint on integer columns: the source's dtypes are fixed per column
-        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        signature = mlflow.models.infer_signature(sample, bundle.predict(sample))
-    mlflow.models.set_signature(model_uri, signature)
+    """Record the signature of an already logged model (see ``signature_of``)."""
+    mlflow.models.set_signature(model_uri, signature_of(bundle, rows, n))
 
 
 def check_model(name: str) -> None:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import mlflow
+import pandas as pd
 import yaml
+from mlflow.models import ModelSignature
 
 from mlassets.core import paths
+from mlassets.core.artifact import ModelBundle, load_bundle
 
 EXPERIMENT = "mlassets"
 CONFIG_ARTIFACT = "config/pipeline.json"  # the full recorded config of a training run (rebuild reads it)
@@ -64,13 +68,26 @@ def pip_requirements() -> list[str]:
     return [f"torch=={torch_version}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
 
 
-def log_model(bundle_dir: str | Path, name: str = "model") -> str:
-    """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI."""
+def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> ModelSignature:
+    """The model's input/output signature, inferred from a few raw rows and their predictions."""
+    sample = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(n).reset_index(drop=True)
+    with warnings.catch_warnings():  # its hint on integer columns: the source's dtypes are fixed per column
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        return mlflow.models.infer_signature(sample, bundle.predict(sample))
+
+
+def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model") -> str:
+    """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI.
+
+    With ``rows`` (raw feature rows) the model gets its input/output signature at once.
+    """
+    signature = signature_of(load_bundle(bundle_dir), rows) if rows is not None else None
     info = mlflow.pyfunc.log_model(
         name=name,
         python_model=str(PYFUNC_CODE),
         artifacts={"bundle": str(bundle_dir)},
         pip_requirements=pip_requirements(),
+        signature=signature,
     )
     return info.model_uri
 

@@ -25,6 +25,8 @@ from mlassets.core.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
 from mlassets.core.train_state import Progress, capture, load_model_weights, restore, resume_key
 
 EVAL_BATCH = 65536
+
+
 def schedule(kind: str, total_steps: int) -> Callable[[int], float]:
     if kind == "cosine":
         return lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / max(total_steps, 1)))
@@ -143,9 +145,8 @@ class Trainer:
         if not last and self._due():
             self._save(None)
         t5 = time.perf_counter()
-        self.steps.add(epoch, progress.step, (t1 - t0, compute, sync, t4 - t3 - gpu_wait,
-                                      (t3 - t2) + (t5 - t4) + gpu_wait), t5 - t0,
-                       len(y), gpu_sample(env.device))
+        parts = (t1 - t0, compute, sync, t4 - t3 - gpu_wait, (t3 - t2) + (t5 - t4) + gpu_wait)
+        self.steps.add(epoch, progress.step, parts, t5 - t0, len(y), gpu_sample(env.device))
         self.loop_seconds += t5 - t0
         if self.tr.telemetry_every_steps > 0 and progress.step % self.tr.telemetry_every_steps == 0:
             self._publish()

@@ -6,10 +6,8 @@ from collections.abc import Iterator
 import dagster as dg
 import mlflow
 
-from mlassets.core import registry, tracking
-from mlassets.core.artifact import load_bundle
+from mlassets.core import registry
 from mlassets.core.config import PipelineConfig
-from mlassets.core.feature_store import read_split
 from mlassets.core.promotion import PromotionError
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import upstream_metadata
@@ -31,13 +29,11 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
               deps=[keys.candidate_model, keys.gate_result], check_specs=[gate_check],
               required_resource_keys={"mlflow", "store"}, kinds={"mlflow"})
     def registered_model(context: dg.AssetExecutionContext) -> Iterator[object]:
-        """The candidate as an MLflow model version whose tags are its full record and gate result, with an
-        input/output signature inferred from the version's holdout rows."""
+        """The candidate as an MLflow model version whose tags are its full record and gate result (its
+        input/output signature was recorded when the training run logged it)."""
         candidate = upstream_metadata(context, keys.candidate_model)
         gate = upstream_metadata(context, keys.gate_result)
         model_uri = str(candidate["model_uri"])
-        holdout = read_split(context.resources.store.open(), cfg, context.partition_key, "holdout")
-        registry.set_signature(model_uri, load_bundle(tracking.bundle_path(model_uri)), holdout)
         tags = {k: str(candidate[k]) for k in RECORD_KEYS if k in candidate}
         tags.update({"dagster_run_id": context.run_id, "gate_passed": str(bool(gate["passed"])).lower(),
                      "gate_summary": str(gate["summary"])[:5000], "gate_result": json.dumps(gate["gate_json"])})

@@ -13,12 +13,14 @@ from typing import Any
 
 import dagster as dg
 import mlflow
+import pandas as pd
 
 from mlassets.core import paths, run_log, tracking
 from mlassets.core.candidates import commit_checkpoints, prepare_job, record, train_command
 from mlassets.core.config import PipelineConfig
 from mlassets.core.lineage_mlflow import log_data_version
 from mlassets.core.run_log import RUN_ID, TRACKING_URI
+from mlassets.core.train_job import TrainJob
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions
 from mlassets.integrations.pipes import REPORT_ASSET_KEY
@@ -79,7 +81,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         run_log.replay(out_dir, extras[RUN_ID])  # metrics of a run too short for rank 0 to have logged them
         tracking.log_training(cfg.to_dict(), {**result, "curves": []})  # rank 0 logged the curves
         log_data_version(cfg, version, {"train": int(result["n_train"]), "validation": int(result["n_val"])}, store)
-        model_uri = tracking.log_model(out_dir / "model")
+        rows = pd.read_parquet(TrainJob.from_json(job_path).validation_path).head(20)
+        model_uri = tracking.log_model(out_dir / "model", rows)  # with its input/output signature
         rec = record(cfg, version, result)
         mlflow.set_tags({"data_commit": version, "git_sha": rec["git_sha"], "dataset": cfg.dataset.name})
         commit, uris = commit_checkpoints(store, cfg, version, run_key, result)

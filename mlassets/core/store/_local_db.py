@@ -133,9 +133,7 @@ def get_tree(objects: Path, sha: str) -> Tree:
 
 def connect(db: Path) -> sqlite3.Connection:
     """A connection in autocommit mode: transactions are opened explicitly with ``transaction``."""
-    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    return conn
+    return sqlite3.connect(db, timeout=30, isolation_level=None)  # timeout: sqlite's busy timeout, 30 s
 
 
 def init_db(db: Path) -> None:
