@@ -1,4 +1,4 @@
-"""The ``mlassets`` command: demo, ui, promote, rollback, history and rebuild on the embedded stack."""
+"""The ``mlassets`` command: demo, ui, promote, rollback, history, rebuild and prune-transactions."""
 
 from __future__ import annotations
 
@@ -52,6 +52,20 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return serve(args.host, args.port, args.mlflow_port)
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    from mlassets.core.store import open_store
+
+    if args.older_than < 0:
+        raise ConfigError(f"--older-than: {args.older_than} is negative")
+    store = open_store(args.backend)
+    repos = args.repo or store.list_repos()
+    for repo in repos:
+        for name in store.prune_transactions(repo, args.older_than):
+            print(f"{repo}: removed {name}")
+    print(f"pruned transactions older than {args.older_than:g} s in {len(repos)} repositories ({args.backend})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mlassets", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -68,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=3000)
     ui.add_argument("--mlflow-port", type=int, default=5000, help="0 to skip the MLflow UI")
     ui.set_defaults(func=cmd_ui)
+    prune = sub.add_parser("prune-transactions", help="remove what killed writers left behind (lakeFS branches)")
+    prune.add_argument("--backend", default="local", choices=["local", "lakefs"],
+                       help="the store (lakefs: settings from the LAKECTL_* variables)")
+    prune.add_argument("--older-than", type=float, default=3600.0,
+                       help="seconds since the transaction began (default 3600; in-flight ones are younger)")
+    prune.add_argument("--repo", action="append", help="only this repository (repeatable; default: all)")
+    prune.set_defaults(func=cmd_prune)
     add_commands(sub)
     add_rebuild(sub)
     return parser

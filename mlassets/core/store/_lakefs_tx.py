@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -38,6 +39,12 @@ def cas_marker(branch: str) -> str:
     return f"{RESERVED_PREFIX}cas/{branch}"
 
 
+def started_at(name: str) -> float | None:
+    """When the transaction whose branch is ``name`` began (unix seconds); None if the name says nothing."""
+    stamp = name[len(TX_PREFIX):].split("-", 1)[0] if name.startswith(TX_PREFIX) else ""
+    return float(stamp) if stamp.isdigit() else None
+
+
 class LakeFSTransaction(TransactionBase):
     """A ``Transaction`` of ``LakeFSStore``: ``temp`` is the hidden lakeFS branch it writes to."""
 
@@ -47,7 +54,7 @@ class LakeFSTransaction(TransactionBase):
     ) -> None:
         super().__init__(repo, branch, message, metadata, expected_head, allow_empty)
         self._store = store
-        self.temp = f"{TX_PREFIX}{uuid.uuid4().hex}"
+        self.temp = f"{TX_PREFIX}{int(time.time())}-{uuid.uuid4().hex}"  # the start: see ``started_at``
         self._created = False
         self._staged: str | None = None  # the last commit on ``temp``, unless written to since
 

@@ -186,6 +186,10 @@ class VersionedStore(Protocol):
         short-lived branch is removed either way; a writer killed midway leaves ``branch`` untouched.
         """
 
+    def prune_transactions(self, repo: str, older_than_s: float = 3600.0) -> list[str]:
+        """Remove what killed writers left of their transactions (lakeFS: hidden branches) when they began more
+        than ``older_than_s`` ago; return the names removed. Younger ones may still be in flight and stay."""
+
     def get_commit(self, repo: str, ref: str) -> Commit: ...
 
     def log(self, repo: str, ref: str, limit: int | None = None) -> list[Commit]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Iterator, Mapping
 
 import lakefs
 import lakefs_sdk
 
 from mlassets.core.store._lakefs_api import Connection, pages, to_commit, translate
-from mlassets.core.store._lakefs_tx import RESERVED_PREFIX, TX_PREFIX, LakeFSTransaction
+from mlassets.core.store._lakefs_tx import RESERVED_PREFIX, TX_PREFIX, LakeFSTransaction, started_at
 from mlassets.core.store._tx import run
 from mlassets.core.store.base import (
     Change,
@@ -80,6 +81,24 @@ class LakeFSStore(Connection):
         with translate(lambda: NotFound(f"repository {repo!r} does not exist")):
             refs = list(pages(self.api.branches_api.list_branches, validate_repo(repo)))
         return {r.id: r.commit_id for r in sorted(refs, key=lambda r: r.id) if not r.id.startswith(TX_PREFIX)}
+
+    def prune_transactions(self, repo: str, older_than_s: float = 3600.0) -> list[str]:
+        """Delete the hidden branches of transactions that began more than ``older_than_s`` ago."""
+        with translate(lambda: NotFound(f"repository {repo!r} does not exist")):
+            refs = list(pages(self.api.branches_api.list_branches, validate_repo(repo), prefix=TX_PREFIX,
+                              show_hidden=True))
+        cutoff, pruned = time.time() - older_than_s, []
+        for ref in refs:
+            began = started_at(ref.id)
+            if began is None or began >= cutoff:
+                continue
+            try:
+                with translate():
+                    self.api.branches_api.delete_branch(repo, ref.id)
+            except NotFound:  # its writer removed it meanwhile
+                continue
+            pruned.append(ref.id)
+        return sorted(pruned)
 
     def resolve(self, repo: str, ref: str) -> str:
         return self.get_commit(repo, ref).id

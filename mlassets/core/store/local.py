@@ -123,6 +123,11 @@ class LocalStore:
             db.require_repo(conn, validate_repo(repo))
             return dict(conn.execute("SELECT name, head FROM branches WHERE repo = ? ORDER BY name", (repo,)))
 
+    def prune_transactions(self, repo: str, older_than_s: float = 3600.0) -> list[str]:
+        """Nothing to prune: a transaction lives in its writer (its objects are content-addressed, shared)."""
+        self.list_branches(repo)  # NotFound for an unknown repository, as on lakeFS
+        return []
+
     def resolve(self, repo: str, ref: str) -> str:
         """The full commit id that a branch, tag or commit id names. NotFound otherwise."""
         with self._conn() as conn:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mlassets.core.store import Conflict, VersionedStore
+from mlassets.core.store import Conflict, NotFound, VersionedStore
 
 REPS = 20
 WRITERS = ("w1", "w2")
@@ -133,3 +133,29 @@ def test_writer_killed_mid_transaction_leaves_old_head(store: VersionedStore, re
     assert [c.id for c in store.log(repo, "main")][:1] == [old.id]
     after = store.commit(repo, "main", {"next": b"n"}, "the store still works", expected_head=old.id)
     assert store.resolve(repo, "main") == after.id
+    # What the killed writer left behind: lakeFS keeps its hidden branch until pruned; local keeps nothing.
+    assert store.prune_transactions(repo) == []  # it began moments ago: it might still be in flight
+    pruned = store.prune_transactions(repo, older_than_s=0)
+    assert len(pruned) == (1 if store.backend == "lakefs" else 0)
+    assert _hidden_branches(store, repo) == []
+    assert store.prune_transactions(repo, older_than_s=0) == []
+
+
+def _hidden_branches(store: VersionedStore, repo: str) -> list[str]:
+    if store.backend != "lakefs":
+        return []
+    from mlassets.core.store._lakefs_tx import TX_PREFIX
+
+    page = store.api.branches_api.list_branches(repo, prefix=TX_PREFIX, show_hidden=True)
+    return [r.id for r in page.results]
+
+
+def test_pruning_leaves_a_transaction_in_flight_alone(store: VersionedStore, repo: str) -> None:
+    with store.transaction(repo, "main", "in flight") as tx:
+        tx.put("a", b"a")
+        assert len(_hidden_branches(store, repo)) == (1 if store.backend == "lakefs" else 0)
+        assert store.prune_transactions(repo, older_than_s=3600) == []
+        tx.put("b", b"b")
+    assert store.list_objects(repo, "main") == ["a", "b"] and _hidden_branches(store, repo) == []
+    with pytest.raises(NotFound, match="nope"):
+        store.prune_transactions("nope")
