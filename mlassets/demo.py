@@ -17,8 +17,9 @@ from mlassets.defs.keys import DatasetKeys
 class VersionRow:
     month: str
     data_version: str
-    candidate_mae: float | None
-    champion_mae: float | None
+    metric: str  # the gate's main metric: mae, rmse, logloss or brier
+    candidate_metric: float | None
+    champion_metric: float | None
     decision: str
     reasons: list[str]
     champion_version: str
@@ -69,14 +70,15 @@ def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: Pipeli
     elif snapshot_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in snapshot_checks]
     else:
-        decision, reasons = "error", [f"run {result.run_id} failed before the gate"]
+        decision, reasons = "error", [_failure(result) or f"run {result.run_id} failed before the gate"]
     champion = _metadata(instance, keys.champion, version, result.run_id)
     champion_version = str(champion.get("champion_version") or evaluation.get("champion_version") or "none")
-    champ_mae = evaluation.get("champion_mae")
+    metric = cfg.gate.main_metric
+    champ = evaluation.get(f"champion_{metric}")
     return VersionRow(
         month=month, data_version=version,
-        candidate_mae=evaluation.get("candidate_mae"),
-        champion_mae=None if champ_mae is None or champ_mae != champ_mae else champ_mae,
+        metric=metric, candidate_metric=evaluation.get(f"candidate_{metric}"),
+        champion_metric=None if champ is None or champ != champ else champ,  # NaN: no champion yet
         decision=decision, reasons=reasons, champion_version=champion_version,
         seconds=seconds, run_id=result.run_id, success=result.success,
     )
@@ -97,14 +99,31 @@ def run_demo(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineCo
     return rows
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+_NAMES = {"mae": "MAE", "rmse": "RMSE", "logloss": "log loss", "brier": "Brier"}
+
+
+def _failure(result: dg.ExecuteInProcessResult) -> str | None:
+    """The first failed step and what its own code raised (Dagster's wrapping errors skipped)."""
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data is not None:
+            error = event.step_failure_data.error
+            while error is not None and error.cause is not None:
+                error = error.cause
+            text = error.message.strip().splitlines()[0] if error is not None and error.message.strip() else ""
+            return f"{event.step_key}: {text}" if text else None
+    return None
+
+
+def _fmt(value: float | None, metric: str) -> str:
+    return "-" if value is None else f"{value:.2f}" if metric in ("mae", "rmse") else f"{value:.4f}"
 
 
 def format_table(rows: list[VersionRow]) -> str:
-    header = ["month", "data version", "candidate MAE", "champion MAE", "gate", "champion", "reasons"]
-    lines = [[r.month, r.data_version[:12], _fmt(r.candidate_mae), _fmt(r.champion_mae), r.decision,
-              f"v{r.champion_version}", "; ".join(r.reasons) or "-"] for r in rows]
+    metric = rows[0].metric if rows else "mae"
+    name = _NAMES.get(metric, metric)
+    header = ["month", "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
+    lines = [[r.month, r.data_version[:12], _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
+              r.decision, f"v{r.champion_version}", "; ".join(r.reasons) or "-"] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, [*widths, 0], strict=True)).rstrip()]
     for line in lines:

@@ -79,15 +79,20 @@ def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> ModelS
 def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model") -> str:
     """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI.
 
-    With ``rows`` (raw feature rows) the model gets its input/output signature at once.
+    With ``rows`` (raw feature rows) the model gets its input/output signature and an input example at once.
     """
-    signature = signature_of(load_bundle(bundle_dir), rows) if rows is not None else None
+    signature = example = None
+    if rows is not None:
+        bundle = load_bundle(bundle_dir)
+        signature = signature_of(bundle, rows)
+        example = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(5)
     info = mlflow.pyfunc.log_model(
         name=name,
         python_model=str(PYFUNC_CODE),
         artifacts={"bundle": str(bundle_dir)},
         pip_requirements=pip_requirements(),
         signature=signature,
+        input_example=example,
     )
     return info.model_uri
 

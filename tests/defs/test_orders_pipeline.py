@@ -83,6 +83,11 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
     rows = []
     for i, week in enumerate(("2024-W01", "2024-W02", "2024-W03", "2024-W04", "2024-W05")):
         version = ingest(defs, instance, cfg, week)
+        if i == 0:  # one week cannot fill three splits: the features step says so
+            early = run_pipeline(defs, instance, cfg, week, version)
+            assert early.decision == "error" and not early.success
+            assert early.reasons == ["orders_late__features: ValueError: features: the train split is empty "
+                                     "(rows span too few days for the windows)"]
         if i >= 2:  # a training, a validation and a holdout week
             rows.append(run_pipeline(defs, instance, cfg, week, version))
     evaluations = [_latest(instance, keys.evaluation, row.data_version) for row in rows]

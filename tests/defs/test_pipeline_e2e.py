@@ -24,14 +24,14 @@ pytestmark = pytest.mark.e2e
 def test_first_version_becomes_champion_on_absolute_thresholds(demo):
     first = demo.rows[0]
     assert first.decision == "pass" and first.success
-    assert first.champion_mae is None and first.candidate_mae < demo.cfg.gate.absolute_max_metric
+    assert first.champion_metric is None and first.candidate_metric < demo.cfg.gate.absolute_max_metric
     assert demo.champions[0] == "1"
 
 
 def test_second_version_gets_a_gate_decision_against_the_champion(demo):
     second = demo.rows[1]
     assert second.decision in ("pass", "reject")
-    assert second.champion_mae is not None  # scored on the same holdout as the candidate
+    assert second.champion_metric is not None  # scored on the same holdout as the candidate
     gate = _metadata(demo, "gate_result", second.data_version)
     rules = {rec.data["rule"]: rec.data for rec in gate["rules"].records}
     assert "main_metric" in rules and "absolute_main_metric" not in rules
