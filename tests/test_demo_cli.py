@@ -1,5 +1,5 @@
-"""The demo's summary table names the gate's main metric of the dataset (MAE for flights, log loss for a binary
-task) and shows a missing champion as '-'."""
+"""The demo: its summary table names the dataset's gate metric (MAE for flights, log loss for a binary task) and
+shows a missing champion as '-'; only the flights demo has a broken month by default."""
 
 from __future__ import annotations
 
@@ -24,3 +24,14 @@ def test_binary_table_uses_log_loss_with_four_decimals() -> None:
     header, row = format_table([_row("logloss", 0.338209, 0.386837)]).splitlines()
     assert "candidate log loss" in header and "champion log loss" in header
     assert row.split()[2:4] == ["0.3382", "0.3868"]
+
+
+def test_demo_of_another_dataset_has_no_broken_month_unless_asked(home: str, capsys) -> None:
+    from mlassets.cli import main
+
+    assert main(["demo", "--config", "orders_late", "--months", "1", "--broken-month", "2013-03"]) == 2
+    assert "--broken-month: '2013-03' is not one of the demo months ['2024-W01']" in capsys.readouterr().err
+    assert main(["demo", "--config", "orders_late", "--months", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "broken data day" not in out
+    assert "orders_late__features: ValueError: features: the train split is empty" in out  # one week: no splits
