@@ -17,6 +17,7 @@ import os
 import pickle
 import shutil
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +34,7 @@ from mlassets.core.staging import Stager
 
 META = "meta.json"
 PREFIX = "step-"
+SLOW_WRITE_S = 0.1  # a save that waits longer for the previous one is reported (once per run)
 _DCP_CLASSES = {("torch.distributed.checkpoint.metadata", name) for name in (
     "Metadata", "TensorStorageMetadata", "BytesStorageMetadata", "ChunkStorageMetadata", "TensorProperties",
     "StorageMeta", "MetadataIndex", "_MEM_FORMAT_ENCODING")} | {
@@ -107,10 +109,17 @@ class Checkpointer:
         self._final: Future[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
         self._abandoned = threading.Event()
+        self._warned = False
 
     def save(self, step: int, tensors: dict[str, Any], rank_state: dict[str, Any], meta: dict[str, Any]) -> None:
         """Start writing checkpoint ``step``; waits only for the previous one (staging buffers are reused)."""
+        started = time.perf_counter()
         self.wait()
+        waited = time.perf_counter() - started
+        if waited > SLOW_WRITE_S and not self._warned:  # once per run: the cadence outruns the writer
+            self._warned = True
+            self.log(f"checkpoint at step {step} waited {waited:.2f} s for the previous one to finish writing: "
+                     "training stalls; checkpoint less often (training.checkpoint_every_steps / _minutes)")
         tmp = self.root / f".tmp-{PREFIX}{step:09d}"
         tmp.mkdir(parents=True, exist_ok=True)
         write_json(tmp / f"rank{self.env.rank}.json", rank_state)

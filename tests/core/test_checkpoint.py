@@ -6,6 +6,7 @@ import io
 import os
 import pickle
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,28 @@ def test_retention_keeps_the_last_k_and_the_best(tmp_path: Path, use_async: bool
     loaded = {"model": {"w": torch.zeros(4)}}
     load_tensors(tmp_path / "step-000000002", loaded)
     assert torch.equal(loaded["model"]["w"], torch.full((4,), 2.0))
+
+
+def test_a_save_that_waits_for_the_previous_write_says_so_once(tmp_path: Path, monkeypatch) -> None:
+    slow_save = dcp.save
+
+    def save(*args: object, **kwargs: object) -> object:
+        time.sleep(0.3)  # a disk slower than the checkpoint cadence
+        return slow_save(*args, **kwargs)
+
+    monkeypatch.setattr(dcp, "save", save)
+    lines: list[str] = []
+    ckpt = Checkpointer(tmp_path, ONE_RANK, keep_last=5, use_async=True, log=lines.append)
+    for step in (1, 2, 3):
+        ckpt.save(step, {"model": {"w": torch.full((4,), float(step))}}, {"rank": 0},
+                  {"step": step, "epoch": 1, "val_metric": None})
+        ckpt.wait_staged()
+    ckpt.wait()
+    ckpt.close()
+    waits = [line for line in lines if "waited" in line]
+    assert len(waits) == 1 and waits[0].startswith("checkpoint at step 2 waited 0.")
+    assert "checkpoint less often" in waits[0]
+    assert [p.name for p in step_dirs(tmp_path)] == ["step-000000003", "step-000000002", "step-000000001"]
 
 
 @pytest.fixture(scope="module")
