@@ -101,16 +101,19 @@ def holds(objects: Path, sha: str, data: bytes) -> bool:
 
     The file is mapped, not copied; ``find`` of a needle as long as the haystack can only match at 0.
     """
-    path = object_path(objects, sha)
     try:
-        if path.stat().st_size != len(data):
+        fd = os.open(os.path.join(objects, sha[:2], sha[2:]), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        if os.fstat(fd).st_size != len(data):
             return False
         if not data:
             return True
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
             return mapped.find(data) == 0
-    except FileNotFoundError:
-        return False
+    finally:
+        os.close(fd)
 
 
 def put_tree(objects: Path, tree: Mapping[str, tuple[str, int]]) -> str:

@@ -9,6 +9,7 @@ was, and nothing has to be cleaned up.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -32,12 +33,19 @@ class LocalTransaction(TransactionBase):
         self._store = store
         self._base_tree: db.Tree = {}
         self._writes: dict[str, tuple[str, int] | None] = {}
+        self._db: sqlite3.Connection | None = None
 
     def _begin(self) -> None:
-        with self._store._conn() as conn:
-            self.base = db.branch_head(conn, self.repo, self.branch)
-            check_head(self.branch, self.expected_head, self.base)
-            self._base_tree = db.get_tree(self._store.objects, db.commit_row(conn, self.repo, self.base)[1])
+        # One connection for the transaction's life (this writer's thread only): sqlite reads the schema once.
+        self._db = conn = db.connect(self._store.db_path)
+        self.base = db.branch_head(conn, self.repo, self.branch)
+        check_head(self.branch, self.expected_head, self.base)
+        self._base_tree = db.get_tree(self._store.objects, db.commit_row(conn, self.repo, self.base)[1])
+
+    def _cleanup(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def _put(self, path: str, data: bytes) -> None:
         # Re-putting the bytes already at ``path`` (an unchanged partition) costs one compare, not a hash.
@@ -65,18 +73,18 @@ class LocalTransaction(TransactionBase):
 
     def _stage(self) -> Commit:
         tree_id = db.put_tree(self._store.objects, self._theirs())
-        with self._store._tx() as conn:  # a commit on no branch: readable by id, like lakeFS's
+        with db.transaction(self._db) as conn:  # a commit on no branch: readable by id, like lakeFS's
             return db.insert_commit(conn, self.repo, None, (self.base,), tree_id, self.message, self.metadata,
                                     time.time())
 
     def _land(self) -> Commit:
         theirs, objects = self._theirs(), self._store.objects
+        conn = self._db
         if theirs == self._base_tree and not self.allow_empty:  # nothing to land: no write lock needed
-            with self._store._conn() as conn:
-                head = db.branch_head(conn, self.repo, self.branch)
-                check_head(self.branch, self.expected_head, head)
-                return db.commit_row(conn, self.repo, head)[0]
-        with self._store._tx() as conn:
+            head = db.branch_head(conn, self.repo, self.branch)
+            check_head(self.branch, self.expected_head, head)
+            return db.commit_row(conn, self.repo, head)[0]
+        with db.transaction(conn):
             head = db.branch_head(conn, self.repo, self.branch)
             check_head(self.branch, self.expected_head, head)
             head_commit, head_tree = db.commit_row(conn, self.repo, head)
