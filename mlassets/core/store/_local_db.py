@@ -134,9 +134,10 @@ def get_tree(objects: Path, sha: str) -> Tree:
 # ---------------------------------------------------------------- database
 
 
-def connect(db: Path) -> sqlite3.Connection:
+def connect(db: Path, check_same_thread: bool = True) -> sqlite3.Connection:
     """A connection in autocommit mode: transactions are opened explicitly with ``transaction``."""
-    return sqlite3.connect(db, timeout=30, isolation_level=None)  # timeout: sqlite's busy timeout, 30 s
+    # timeout: sqlite's busy timeout, 30 s
+    return sqlite3.connect(db, timeout=30, isolation_level=None, check_same_thread=check_same_thread)
 
 
 def init_db(db: Path) -> None:

@@ -36,8 +36,9 @@ class LocalTransaction(TransactionBase):
         self._db: sqlite3.Connection | None = None
 
     def _begin(self) -> None:
-        # One connection for the transaction's life (this writer's thread only): sqlite reads the schema once.
-        self._db = conn = db.connect(self._store.db_path)
+        # One connection for the transaction's life (sqlite reads the schema once); a transaction is used by one
+        # thread at a time, though stage() may come from another than the with-statement's.
+        self._db = conn = db.connect(self._store.db_path, check_same_thread=False)
         self.base = db.branch_head(conn, self.repo, self.branch)
         check_head(self.branch, self.expected_head, self.base)
         self._base_tree = db.get_tree(self._store.objects, db.commit_row(conn, self.repo, self.base)[1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from mlassets.core.store import Change, Conflict, InvalidName, NotFound, StoreError, VersionedStore
@@ -171,3 +173,11 @@ def test_stage_gives_a_readable_commit_before_anything_lands(store: VersionedSto
         raise Boom
     assert head(store, repo) == landed and "c" not in store.list_objects(repo, "main")
     assert store.list_branches(repo) == {"main": landed}
+
+
+def test_a_transaction_may_be_staged_from_another_thread(store: VersionedStore, repo: str) -> None:
+    with store.transaction(repo, "main", "staged elsewhere") as tx, ThreadPoolExecutor(1) as pool:
+        tx.put("a", b"1")
+        staged = pool.submit(tx.stage).result()
+        assert store.read(repo, staged.id, "a") == b"1"
+    assert tx.commit is not None and store.list_objects(repo, "main") == ["a"]
