@@ -27,7 +27,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
 
     @dg.asset(key=keys.registered_model, partitions_def=versions, group_name="registry",
               deps=[keys.candidate_model, keys.gate_result], check_specs=[gate_check],
-              required_resource_keys={"mlflow", "store"}, kinds={"mlflow"})
+              required_resource_keys={"mlflow"}, kinds={"mlflow"})
     def registered_model(context: dg.AssetExecutionContext) -> Iterator[object]:
         """The candidate as an MLflow model version whose tags are its full record and gate result (its
         input/output signature was recorded when the training run logged it)."""
