@@ -104,6 +104,14 @@ def model_metrics(task: str, y_true: Any, y_pred: Any, bins: int = DEFAULT_BINS)
     raise ValueError(f"unknown task {task!r} (expected 'regression' or 'binary')")
 
 
+def slice_groups(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """``(codes, labels, rows per label)`` of slice column ``col``; KeyError if the frame lacks it."""
+    if col not in frame.columns:
+        raise KeyError(f"slice column {col!r} is not in the frame")
+    codes, labels = slice_codes(frame[col])
+    return codes, labels, np.bincount(codes, minlength=len(labels))
+
+
 def slice_codes(column: pd.Series | np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Integer codes per row and the string label of each code (missing values form a ``nan`` group).
 
@@ -140,10 +148,7 @@ def slice_table(
             losses[f"{name}_{m}"] = (metric, metric.loss(y, p))
     parts = []
     for col in slices:
-        if col not in frame.columns:
-            raise KeyError(f"slice column {col!r} is not in the frame")
-        codes, labels = slice_codes(frame[col])
-        counts = np.bincount(codes, minlength=len(labels))
+        codes, labels, counts = slice_groups(frame, col)
         part: dict[str, Any] = {"slice": col, "value": labels, "n": counts.astype(np.int64)}
         with np.errstate(invalid="ignore", divide="ignore"):
             for column, (metric, loss) in losses.items():

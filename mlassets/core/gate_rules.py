@@ -13,7 +13,7 @@ import pandas as pd
 
 from mlassets.core.bootstrap import GROUPS, GroupBootstrap, bootstrap_relative_change, interval
 from mlassets.core.config import GateConfig
-from mlassets.core.evaluate import get_metric, metric_value, slice_codes
+from mlassets.core.evaluate import get_metric, metric_value, slice_groups
 
 MB = 1024 * 1024
 
@@ -95,10 +95,7 @@ def slice_rules(
     grouped: GroupBootstrap | None = None
     rules = []
     for col in slices:
-        if col not in frame.columns:
-            raise KeyError(f"slice column {col!r} is not in the frame")
-        codes, labels = slice_codes(frame[col])
-        counts = np.bincount(codes, minlength=len(labels))
+        codes, labels, counts = slice_groups(frame, col)
         sum_c = np.bincount(codes, weights=loss_c, minlength=len(labels))
         sum_h = np.bincount(codes, weights=loss_h, minlength=len(labels))
         with np.errstate(invalid="ignore", divide="ignore"):
