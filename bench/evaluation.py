@@ -3,7 +3,8 @@
 A real ``TabularMLP`` bundle (flights-sized: 5 categorical and 4 numeric features, embeddings of 8,
 hidden [64, 32]) and a champion bundle are built and saved in-process. The measured step is what the
 ``evaluation`` and ``gate_result`` assets compute: both models scored on the holdout, latency and size
-of both, metrics overall and per slice, and every gate rule (bootstrap included). Denominator: one plain
+of both, metrics overall and per slice with their bootstrap intervals (the evaluation), and every gate rule
+on that record (the gate). Denominator: one plain
 ``bundle.predict`` over the same rows.
 
 The forward passes are real; the labels and the candidate's predictions are then set (outside the clock)
@@ -23,10 +24,11 @@ import pandas as pd
 import torch
 
 from bench.registry import Result, benchmark
-from mlassets.core.artifact import ModelBundle, build_model, save_bundle
 from mlassets.core.config import GateConfig, load_config, shipped_configs
-from mlassets.core.preprocess import Preprocessor
-from mlassets.core.scoring import evaluation_of, gate_of, measure_models, score_holdout
+from mlassets.core.evaluate.gate import evaluate_gate
+from mlassets.core.evaluate.score import evaluation_of, measure_models, score_holdout
+from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train.artifact import ModelBundle, build_model, save_bundle
 
 ROWS = 1_000_000
 SLICES = {"dest": 80, "carrier": 17, "origin": 3}  # 100 slice values
@@ -86,7 +88,7 @@ def step(rows: pd.DataFrame, cfg, bundles: dict[str, ModelBundle], dirs: dict, r
     perf, t_latency = _timed(measure_models, bundles, dirs, rows, cfg.training.seed)
     design(predictions, regressing)
     evaluation, t_eval = _timed(evaluation_of, predictions, cfg, perf)
-    gate, t_gate = _timed(gate_of, predictions, cfg, evaluation)
+    gate, t_gate = _timed(evaluate_gate, cfg.gate, evaluation)
     return {"score": t_score, "latency": t_latency, "metrics": t_eval, "gate": t_gate,
             "total": t_score + t_latency + t_eval + t_gate,
             "slice_rules": sum(r.name.startswith("slice ") for r in gate.rules),

@@ -23,22 +23,22 @@ def _timed(fn) -> tuple[float, object]:
 def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[list[str]], int]:
     """(incremental seconds, scratch seconds, months computed per incremental run, rows of the version)."""
     from mlassets.core.config import load_config, shipped_configs
-    from mlassets.core.datasets import month_tables
-    from mlassets.core.feature_store import write_features
-    from mlassets.core.ingest import ingest_month
-    from mlassets.core.store import open_store
+    from mlassets.core.data.ingest import ingest_partition
+    from mlassets.core.data.raw import month_tables
+    from mlassets.core.data.store import open_store
+    from mlassets.core.features.store import write_features
 
     cfg = load_config(shipped_configs()["flights"])
     store, months = open_store(), cfg.dataset.months
     for month in months[:-1]:
-        version = ingest_month(store, cfg, month).commit.id
+        version = ingest_partition(store, cfg, month).data_version
     write_features(store, cfg, version)  # the previous version's features: every month but the last cached
     last = month_tables(cfg, months[-1])
     incremental, computed = [], []
     for i in range(repeats):  # the new month, then two late corrections of it: one month to build each time
         flights = last["flights"].copy()
         flights.loc[0, "arr_delay"] = flights.loc[0, "arr_delay"] + i
-        version = ingest_month(store, cfg, months[-1], {**last, "flights": flights}).commit.id
+        version = ingest_partition(store, cfg, months[-1], {**last, "flights": flights}).data_version
         seconds, result = _timed(lambda v=version: write_features(store, cfg, v))
         incremental.append(seconds)
         computed.append(result.computed)

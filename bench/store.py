@@ -2,7 +2,7 @@
 
 The data is 12 monthly partitions of flights-like rows written as Parquet (~1.5 MB each, deterministic
 numpy data, so compression and dedup behave as on real files), ingested through ``transaction``, the way
-``ingest_month`` writes.
+``ingest_partition`` writes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.registry import Result, benchmark
-from mlassets.core.store.local import LocalStore
+from mlassets.core.data.store.local import LocalStore
 
 MONTHS = [f"2013-{m:02d}" for m in range(1, 13)]
 ROWS = 150_000

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import io
-import json
 import os
 import statistics
 import subprocess
@@ -24,17 +23,18 @@ import pyarrow.parquet as pq
 import torch
 
 from bench.registry import Result, benchmark
-from mlassets.core import distributed as dd
-from mlassets.core import run_log, tracking
-from mlassets.core.artifact import build_model
-from mlassets.core.candidates import train_command
+from mlassets.core import tracking
 from mlassets.core.config import parse_config
-from mlassets.core.loader import TabularData, load_data
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.run_log import RUN_ID, TRACKING_URI
-from mlassets.core.synthetic import tiny_config, write_splits
-from mlassets.core.train import run_training
-from mlassets.core.train_job import TrainJob
+from mlassets.core.train import distributed as dd
+from mlassets.core.train import metrics as run_log
+from mlassets.core.train.artifact import build_model
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.launch import train_command
+from mlassets.core.train.loader import TabularData, load_data
+from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
+from mlassets.core.train.process import read_result, run_training
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.synthetic import tiny_config, write_splits
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = 5
@@ -98,17 +98,17 @@ def training_throughput() -> Result:
         for i in range(PAIRS):
             bare = bare_loop(data, base)
             result = platform_loop(_job(Path(tmp), f"run{i}", THROUGHPUT, THROUGHPUT_ROWS))
-            ratios.append(bare / result["loop_seconds"])
-            detail = (f"{result['steps']} steps of {cfg.training.batch_size} rows, hidden {cfg.model.hidden}; "
-                      f"bare {bare:.2f} s vs platform loop {result['loop_seconds']:.2f} s "
-                      f"({len(result['checkpoints'])} checkpoints kept; MLflow flushed every 1 s)")
+            ratios.append(bare / result.loop_seconds)
+            detail = (f"{result.steps} steps of {cfg.training.batch_size} rows, hidden {cfg.model.hidden}; "
+                      f"bare {bare:.2f} s vs platform loop {result.loop_seconds:.2f} s "
+                      f"({len(result.checkpoints)} checkpoints kept; MLflow flushed every 1 s)")
     return Result(statistics.median(ratios), "x", f"median of {PAIRS} alternated pairs "
                   f"[{', '.join(f'{r:.3f}' for r in ratios)}]; last: {detail}")
 
 
 def _stalls(result: dict, every: int) -> list[float]:
     """Loop time blocked by each checkpoint: its save plus the staging waits until the next save."""
-    rows = pq.read_table(Path(result["telemetry_dir"]) / "rank0.parquet").to_pylist()
+    rows = pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()
     per_save = [sum(r["t_checkpoint"] for r in rows if s <= r["step"] < s + every)
                 for s in range(every, len(rows) - every + 1, every)]  # saves whose window is complete
     return per_save[1:]  # after the first (it allocates the staging buffers)
@@ -134,14 +134,14 @@ def checkpoint_stall() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
         job = _job(Path(tmp), "async", STALL, STALL_ROWS)
         result = run_training(job, PrintReporter(stream=io.StringIO()))
-        size = sum(p.stat().st_size for p in Path(result["final_checkpoint"]).iterdir()) / 2**20
+        size = sum(p.stat().st_size for p in Path(result.final_checkpoint).iterdir()) / 2**20
         data = load_data(parse_config(job.config), job.train_path, job.validation_path, None)
         stalls = _stalls(result, STALL["training"]["checkpoint_every_steps"])
         blocking = _torch_save_seconds(job, data)
     a, b = statistics.median(stalls), statistics.median(blocking)
     return Result(a / b, "x", f"{size:.0f} MiB state, {len(stalls)} saves after the first: async stall median "
                   f"{1000 * a:.1f} ms vs torch.save + sync {1000 * b:.1f} ms; median step "
-                  f"{result['telemetry']['median_step_ms']:.0f} ms")
+                  f"{result.telemetry['median_step_ms']:.0f} ms")
 
 
 def _throughput(spec: dict, nproc: int, rows: int, root: Path) -> float:
@@ -152,8 +152,8 @@ def _throughput(spec: dict, nproc: int, rows: int, root: Path) -> float:
     proc = subprocess.run(train_command(nproc, path), capture_output=True, text=True, env=env, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"training with {nproc} rank(s) failed:\n{proc.stderr[-2000:]}")
-    result = json.loads((Path(job.out_dir) / "result.json").read_text())
-    rows_ = pq.read_table(Path(result["telemetry_dir"]) / "rank0.parquet").to_pylist()[2:]
+    result = read_result(job.out_dir)
+    rows_ = pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()[2:]
     return spec["training"]["batch_size"] / statistics.median(r["t_step"] for r in rows_)
 
 

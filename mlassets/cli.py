@@ -8,6 +8,7 @@ import sys
 import time
 import warnings
 
+from mlassets.cli_diagnose import add_parser as add_diagnose
 from mlassets.cli_rebuild import add_parser as add_rebuild
 from mlassets.cli_registry import add_commands
 from mlassets.core.config import ConfigError, PipelineConfig, load_config, shipped_configs
@@ -57,7 +58,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from mlassets.core.store import open_store
+    from mlassets.core.data.store import open_store
 
     if args.older_than < 0:
         raise ConfigError(f"--older-than: {args.older_than} is negative")
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.set_defaults(func=cmd_prune)
     add_commands(sub)
     add_rebuild(sub)
+    add_diagnose(sub)
     return parser
 
 

@@ -7,8 +7,8 @@ import sys
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from mlassets.core.registry import RegistryError
-    from mlassets.core.reproduce import RebuildError, rebuild
+    from mlassets.core.registry.rebuild import RebuildError, rebuild
+    from mlassets.core.registry.versions import RegistryError
 
     try:
         report = rebuild(args.model, args.version)

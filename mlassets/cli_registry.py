@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from mlassets.core.config import load_config, shipped_configs
 
 if TYPE_CHECKING:  # the commands import MLflow, torch and SQLAlchemy only when they run
-    from mlassets.core.promotion import Entry, PromotionLog
+    from mlassets.core.registry.promotion import Entry, PromotionLog
 
 
 def default_model() -> str:
@@ -38,24 +38,24 @@ def _done(entry: Entry) -> str:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from mlassets.core import registry
+    from mlassets.core.registry import promote
 
     _connect()
-    print(_done(registry.promote(args.model, args.version, reason=args.reason, force=args.force)))
+    print(_done(promote.promote(args.model, args.version, reason=args.reason, force=args.force)))
     return 0
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from mlassets.core import registry
+    from mlassets.core.registry import promote
 
     _connect()
-    print(_done(registry.rollback(args.model, reason=args.reason)))
+    print(_done(promote.rollback(args.model, reason=args.reason)))
     return 0
 
 
 def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]:
     """The log of ``name`` as a table and a line on its hash chain; ``(text, intact)``."""
-    from mlassets.core.promotion import PromotionLog, format_history
+    from mlassets.core.registry.promotion import PromotionLog, format_history
 
     log = log or PromotionLog()
     entries = log.entries(name)
@@ -68,13 +68,13 @@ def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from mlassets.core import registry
-    from mlassets.core.promotion import PromotionLog, parse_time
+    from mlassets.core.registry import versions
+    from mlassets.core.registry.promotion import PromotionLog, parse_time
 
     log = PromotionLog()
     if not log.entries(args.model):
         _connect()
-        registry.check_model(args.model)  # unknown model: a clear error rather than an empty log
+        versions.check_model(args.model)  # unknown model: a clear error rather than an empty log
     if args.at:
         moment = parse_time(args.at)
         live = log.live(args.model, moment)
@@ -94,8 +94,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from mlassets.core.promotion import LostRace, PromotionError
-        from mlassets.core.registry import RegistryError
+        from mlassets.core.registry.promotion import LostRace, PromotionError
+        from mlassets.core.registry.versions import RegistryError
 
         args.model = args.model or default_model()
         try:

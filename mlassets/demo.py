@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.ingest import Ingested
+from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.records import Record, RecordFiles
+from mlassets.core.registry.record import ChampionDecision
 from mlassets.defs.factory import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 
@@ -31,25 +37,34 @@ class VersionRow:
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
 
 
-def _metadata(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str, run_id: str) -> dict:
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
-    ).records
-    if not records or records[0].run_id != run_id:
-        return {}
-    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+def _record(result: dg.ExecuteInProcessResult, key: dg.AssetKey, partition: str) -> Record | None:
+    """The record ``key`` stored for ``partition`` in this run (None when this run did not materialize it)."""
+    if key not in {e.asset_key for e in result.get_asset_materialization_events()}:
+        return None
+    return RecordFiles(paths.records_root()).read(key.path, partition)
 
 
 def ingest(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, month: str,
-           corrupt: str = "", shift: float = 0.0) -> str:
-    """Materialize one month of raw data; return the new data version (commit id)."""
+           corrupt: str = "", shift: float = 0.0) -> Ingested:
+    """Materialize one month of raw data; return what the ingest did (``DataRejected``-like failures raise)."""
     keys = DatasetKeys.of(cfg)
     run_config = {**QUIET, "ops": {keys.raw.to_python_identifier(): {"config": {
         "corrupt_slice": corrupt, "corrupt_shift": shift}}}} if corrupt else QUIET
     result = defs.resolve_job_def(ingest_job_name(cfg)).execute_in_process(
-        instance=instance, partition_key=month, run_config=run_config
+        instance=instance, partition_key=month, run_config=run_config, raise_on_error=False
     )
-    return str(_metadata(instance, keys.raw, month, result.run_id)["data_commit"])
+    ingested = _record(result, keys.raw, month)
+    if not isinstance(ingested, Ingested):
+        raise IngestFailed(month, _failure(result) or f"ingest run {result.run_id} failed")
+    return ingested
+
+
+class IngestFailed(RuntimeError):
+    """A partition did not reach the watched branch (its checks failed, or its source could not be read)."""
+
+    def __init__(self, partition: str, reason: str) -> None:
+        super().__init__(f"partition {partition}: {reason}")
+        self.partition, self.reason = partition, reason
 
 
 def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, month: str,
@@ -61,24 +76,27 @@ def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: Pipeli
         instance=instance, partition_key=version, raise_on_error=False, run_config=QUIET
     )
     seconds = time.perf_counter() - start
-    evaluation = _metadata(instance, keys.evaluation, version, result.run_id)
-    gate = _metadata(instance, keys.gate_result, version, result.run_id)
+    evaluation = _record(result, keys.evaluation, version)
+    gate = _record(result, keys.gate_result, version)
+    champion = _record(result, keys.champion, version)
     snapshot_checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
-    if gate:
-        decision = "pass" if gate["passed"] else "reject"
-        reasons = [] if gate["passed"] else [line[2:] for line in str(gate["reasons"]).splitlines()]
+    if isinstance(gate, GateResult):
+        decision = "pass" if gate.passed else "reject"
+        reasons = gate.reasons()
     elif snapshot_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in snapshot_checks]
     else:
         decision, reasons = "error", [_failure(result) or f"run {result.run_id} failed before the gate"]
-    champion = _metadata(instance, keys.champion, version, result.run_id)
-    champion_version = str(champion.get("champion_version") or evaluation.get("champion_version") or "none")
+    if isinstance(champion, ChampionDecision):
+        champion_version = champion.champion_version
+    else:
+        champion_version = (evaluation.champion_version if isinstance(evaluation, Evaluation) else None) or "none"
     metric = cfg.gate.main_metric
-    champ = evaluation.get(f"champion_{metric}")
+    scored = isinstance(evaluation, Evaluation)
     return VersionRow(
-        month=month, data_version=version,
-        metric=metric, candidate_metric=evaluation.get(f"candidate_{metric}"),
-        champion_metric=None if champ is None or champ != champ else champ,  # NaN: no champion yet
+        month=month, data_version=version, metric=metric,
+        candidate_metric=evaluation.candidate.get(metric) if scored else None,
+        champion_metric=(evaluation.champion or {}).get(metric) if scored else None,
         decision=decision, reasons=reasons, champion_version=champion_version,
         seconds=seconds, run_id=result.run_id, success=result.success,
     )
@@ -91,7 +109,19 @@ def run_demo(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineCo
         corrupt, shift = broken.get(month, ("", 0.0))
         note = f" (broken data day: {corrupt} labels {shift:+g} min)" if corrupt else ""
         progress(f"[{i}/{len(months)}] ingest {cfg.dataset.name} {month}{note}")
-        version = ingest(defs, instance, cfg, month, corrupt, shift)
+        try:
+            ingested = ingest(defs, instance, cfg, month, corrupt, shift)
+        except IngestFailed as exc:
+            progress(f"      rejected: {exc.reason.splitlines()[0]}")
+            rows.append(VersionRow(month=month, data_version="", metric=cfg.gate.main_metric, candidate_metric=None,
+                                   champion_metric=None, decision="rejected data", reasons=[exc.reason],
+                                   champion_version=rows[-1].champion_version if rows else "none", seconds=0.0,
+                                   run_id="", success=False))
+            continue
+        if not ingested.created:
+            progress(f"      {ingested.message}")
+            continue
+        version = ingested.data_version
         progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
         row = run_pipeline(defs, instance, cfg, month, version)
         progress(f"      {row.decision}; champion v{row.champion_version} ({row.seconds:.1f} s)")

@@ -14,14 +14,21 @@ from dataclasses import dataclass, field
 import mlflow
 import numpy as np
 import pandas as pd
+from opentelemetry import trace
 
-from mlassets.core import paths, registry
-from mlassets.core.artifact import ModelBundle
+from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import derived_repo, to_parquet_bytes
-from mlassets.core.feature_store import BRANCH
-from mlassets.core.promotion import PromotionLog
-from mlassets.core.store import VersionedStore
+from mlassets.core.data.raw import derived_repo, to_parquet_bytes
+from mlassets.core.data.store import VersionedStore
+from mlassets.core.diagnose import spans
+from mlassets.core.features.store import BRANCH
+from mlassets.core.records import Record
+from mlassets.core.registry import promote
+from mlassets.core.registry import versions as registry
+from mlassets.core.registry.promotion import PromotionLog
+from mlassets.core.train.artifact import ModelBundle
+
+_TRACER = trace.get_tracer("mlassets.serving")
 
 
 class ServingError(registry.RegistryError):
@@ -45,8 +52,10 @@ class ServedModel:
         return self.bundle.predict(rows)
 
 
-@dataclass(frozen=True)
-class PredictionSet:
+@dataclass(frozen=True, kw_only=True)
+class PredictionSet(Record):
+    """The champion's predictions of a version's newest rows, committed to the derived repository."""
+
     commit: str
     uri: str
     rows: int
@@ -64,7 +73,7 @@ def load_version(name: str, version: str | int, tracking_uri: str | None = None,
     try:
         registry.check_model(name)
         record = registry.get_version(name, version)
-        basis = registry.serving_basis(record, log)
+        basis = promote.serving_basis(record, log)
     except registry.RegistryError as exc:
         raise ServingError(str(exc)) from None
     return ServedModel(name, str(record.version), basis, registry.load_version_bundle(record), dict(record.tags))
@@ -85,7 +94,19 @@ def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog 
 
 def write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,
                       rows: pd.DataFrame, metadata: Mapping[str, str] | None = None) -> PredictionSet:
-    """Score ``rows`` and commit key columns + prediction to the dataset's derived repository."""
+    """Score ``rows`` and commit key columns + prediction to the dataset's derived repository.
+
+    Traced (OpenTelemetry): a ``batch_inference`` span with ``preprocessing``, ``model`` and ``write`` under it,
+    recorded in ``$MLASSETS_HOME/traces/serving.jsonl`` for the dashboard's serving-latency page.
+    """
+    spans.enable(paths.home() / "traces" / "serving.jsonl")
+    with _TRACER.start_as_current_span("batch_inference", attributes={"model": model.name, "rows": len(rows),
+                                                                      "version": model.version}):
+        return _write_predictions(store, cfg, data_version, model, rows, metadata)
+
+
+def _write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,
+                       rows: pd.DataFrame, metadata: Mapping[str, str] | None) -> PredictionSet:
     ds = cfg.dataset
     keep = [c for c in dict.fromkeys([*ds.key, ds.time_column, ds.target]) if c in rows.columns]
     out = rows[keep].reset_index(drop=True).copy()
@@ -97,6 +118,7 @@ def write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: 
     store.create_repo(repo, default_branch=BRANCH)
     meta = {"data_version": data_version, "model_name": model.name, "model_version": model.version,
             "serving_basis": model.basis, **(metadata or {})}
-    commit = store.commit(repo, BRANCH, {path: to_parquet_bytes(out)},
-                          f"Predictions of {data_version[:12]} by {model.name} v{model.version}", meta)
+    with _TRACER.start_as_current_span("write", attributes={"rows": len(out)}):
+        commit = store.commit(repo, BRANCH, {path: to_parquet_bytes(out)},
+                              f"Predictions of {data_version[:12]} by {model.name} v{model.version}", meta)
     return PredictionSet(commit=commit.id, uri=store.uri(repo, commit.id, path), rows=len(out), mae=mae)

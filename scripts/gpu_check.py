@@ -27,13 +27,13 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mlassets.core.artifact import build_model  # noqa: E402
-from mlassets.core.candidates import train_command  # noqa: E402
 from mlassets.core.config import parse_config  # noqa: E402
-from mlassets.core.loader import load_data  # noqa: E402
-from mlassets.core.synthetic import tiny_config, write_splits  # noqa: E402
-from mlassets.core.telemetry import PARTS  # noqa: E402
-from mlassets.core.train_job import TrainJob  # noqa: E402
+from mlassets.core.train.artifact import build_model  # noqa: E402
+from mlassets.core.train.job import TrainJob  # noqa: E402
+from mlassets.core.train.launch import train_command  # noqa: E402
+from mlassets.core.train.loader import load_data  # noqa: E402
+from mlassets.core.train.synthetic import tiny_config, write_splits  # noqa: E402
+from mlassets.core.train.telemetry import PARTS  # noqa: E402
 
 
 def _args() -> argparse.Namespace:
@@ -51,8 +51,8 @@ def _args() -> argparse.Namespace:
 
 def _report(out: Path, nproc: int, batch: int) -> None:
     result = json.loads((out / "result.json").read_text())
-    print(f"\n{nproc} rank(s), backend {result['backend']}, device {result['device']}, precision "
-          f"{result['precision']}, torch {result['torch_version']}, {result['steps']} steps of {batch} rows")
+    print(f"\n{nproc} rank(s), backend {result.backend}, device {result.device}, precision "
+          f"{result.precision}, torch {result.environment.torch_version}, {result.steps} steps of {batch} rows")
     header = f"{'rank':>4} {'step ms':>8} {'samples/s':>10} " + " ".join(f"{p[2:]:>10}" for p in PARTS)
     print(header + f" {'covered':>8} {'gpu util%':>9} {'gpu MiB':>8}")
     steps = []
@@ -68,14 +68,14 @@ def _report(out: Path, nproc: int, batch: int) -> None:
         print(f"{rank:>4} {1000 * step:>8.1f} {batch / nproc / step:>10.0f} {shares} {covered:>8.1%} "
               f"{util:>9.0f} {mem:>8.0f}")
     print(f"throughput: {batch / max(steps):,.0f} samples/s (slowest rank's median step "
-          f"{1000 * max(steps):.1f} ms); train_seconds {result['train_seconds']} (loop "
-          f"{result['loop_seconds']}, validation {result['validation_seconds']})")
+          f"{1000 * max(steps):.1f} ms); train_seconds {result.train_seconds} (loop "
+          f"{result.loop_seconds}, validation {result.validation_seconds})")
     rows = pq.read_table(out / "telemetry" / "rank0.parquet").to_pylist()
     saves = [r for r in rows if r["t_checkpoint"] > 2 * statistics.median(x["t_checkpoint"] for x in rows) + 1e-3]
     print(f"rank 0: first step {1000 * rows[0]['t_step']:.1f} ms; checkpoint part of the steps that saved: "
           + ", ".join(f"step {r['step']} {1000 * r['t_checkpoint']:.1f} ms" for r in saves))
-    print("checkpoints: " + ", ".join(f"{c['name']} (val_{result['val_metric_name']} {c['val_metric']})"
-                                      for c in result["checkpoints"]))
+    print("checkpoints: " + ", ".join(f"{c['name']} (val_{result.val_metric_name} {c['val_metric']})"
+                                      for c in result.checkpoints))
 
 
 def _stall(out: Path, config: dict, splits: tuple[Path, Path], every: int) -> None:

@@ -8,7 +8,7 @@ import lakefs_sdk
 import pytest
 
 from mlassets.cli import main
-from mlassets.core.store._lakefs_tx import TX_PREFIX
+from mlassets.core.data.store._lakefs_tx import TX_PREFIX
 from tests.core.store import fake_lakefs
 from tests.core.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
 

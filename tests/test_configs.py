@@ -109,7 +109,7 @@ def test_config_hash_is_stable_and_sensitive():
     [
         ("training", "lr", 0, "training.lr"),
         ("model", "dropout", 1.0, "model.dropout: must be in [0, 1), got 1.0"),
-        ("model", "hidden", [0], "model.embedding_dim / hidden"),
+        ("model", "hidden", [0], "model.hidden[0]: must be >= 1, got 0"),
         ("training", "nproc", 0, "training.nproc: must be >= 1, got 0"),
     ],
 )

@@ -24,6 +24,7 @@ EXPECTED = {
     ),
     "flights/champion": ("registry", "flights_data_versions", ["flights/registered_model"], []),
     "flights/predictions": ("serving", "flights_data_versions", ["flights/champion", "flights/features"], []),
+    "flights/scaling_profile": ("ops", "None", [], []),
 }
 
 
@@ -82,9 +83,9 @@ def test_jobs_and_resources():
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"flights_ingest", "flights_pipeline"}
     pipeline = defs.resolve_job_def("flights_pipeline")
     selected = {k.to_user_string() for k in pipeline.asset_layer.executable_asset_keys}
-    assert selected == set(EXPECTED) - {"flights/raw_flights"}
+    assert selected == set(EXPECTED) - {"flights/raw_flights", "flights/scaling_profile"}  # ops: run on demand
     assert "end_mlflow_on_run_finished" in {h.name for h in pipeline.hook_defs}
-    assert set(defs.resources) == {"store", "mlflow", "pipes"}
+    assert set(defs.resources) == {"store", "mlflow", "pipes", "io_manager"}
 
 
 def test_second_dataset_adds_assets_without_collisions():

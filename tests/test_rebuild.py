@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -12,8 +13,10 @@ import pytest
 
 from mlassets.cli import main
 from mlassets.core import lineage
-from mlassets.core.registry import RegistryError
-from mlassets.core.reproduce import RebuildReport, environment_reasons, rebuild
+from mlassets.core.registry.rebuild import RebuildReport, environment_reasons, rebuild
+from mlassets.core.registry.versions import RegistryError
+from mlassets.core.train.result import Environment
+from tests.core.test_promotion import record
 
 pytestmark = pytest.mark.e2e
 MODEL = "flights_arr_delay"
@@ -63,13 +66,17 @@ def test_unknown_model_or_version_is_a_clear_error(in_home, capsys, model, versi
 
 
 def test_reasons_a_rebuild_cannot_be_exact():
-    here = lineage.environment()
-    same = {"git_dirty": "false", **here, "lock_hash": lineage.lock_hash()}
+    here = Environment(threads=1, world_size=1, **lineage.environment())
+    same = dataclasses.replace(record(True), environment=here, lock_hash=lineage.lock_hash())
     assert environment_reasons(same) == []
-    reasons = environment_reasons({**same, "git_dirty": "true", "cpu_capability": "NO AVX", "torch_version": "1.0"})
+    other = dataclasses.replace(here, cpu_capability="NO AVX", torch_version="1.0", cpu_model="Intel Xeon",
+                                blas="openblas")
+    reasons = environment_reasons(dataclasses.replace(same, git_dirty=True, environment=other))
     assert any("dirty" in r for r in reasons)
     assert any(r.startswith("cpu_capability was 'NO AVX'") for r in reasons)
     assert any(r.startswith("torch_version was '1.0'") for r in reasons)
+    assert f"cpu_model was 'Intel Xeon', here it is {lineage.cpu_model()!r}" in reasons  # MKL's paths differ
+    assert f"blas was 'openblas', here it is {lineage.blas()!r}" in reasons
 
 
 def test_report_says_how_predictions_differ():

@@ -12,10 +12,14 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlassets.core import registry
+from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import derived_repo, from_parquet_bytes
-from mlassets.core.store import open_store
+from mlassets.core.data.raw import derived_repo, from_parquet_bytes
+from mlassets.core.data.store import open_store
+from mlassets.core.records import RecordFiles
+from mlassets.core.registry import promote
+from mlassets.core.registry import versions as registry
+from mlassets.core.registry.record import RegisteredVersion
 from mlassets.defs.factory import dataset_defs
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import default_resources
@@ -29,9 +33,9 @@ Registry = shared.Registry
 def test_load_champion_refuses_an_ungated_version(reg: Registry) -> None:
     reg.add(True, False)
     registry.set_alias(reg.name, registry.CHAMPION, "2")  # moved behind the log's back
-    with pytest.raises(ServingError, match=rf"model '{reg.name}' version 2 has no passing gate result \(1 of 5"):
+    with pytest.raises(ServingError, match=rf"model '{reg.name}' version 2 has no passing gate result \(fail: slice"):
         load_champion(reg.name)
-    registry.promote(reg.name, "1")
+    promote.promote(reg.name, "1")
     served = load_champion(reg.name)
     assert (served.version, served.basis) == ("1", "gate passed")
     assert served.record["gate_passed"] == "true"
@@ -39,7 +43,7 @@ def test_load_champion_refuses_an_ungated_version(reg: Registry) -> None:
 
 def test_load_champion_serves_a_forced_version_and_names_the_reason(reg: Registry) -> None:
     reg.add(True, False)
-    registry.promote(reg.name, "2", force=True, reason="incident 42: the gate's holdout was corrupt")
+    promote.promote(reg.name, "2", force=True, reason="incident 42: the gate's holdout was corrupt")
     served = load_champion(reg.name)
     assert served.basis == "forced promotion: incident 42: the gate's holdout was corrupt"
     rows = shared.flights_rows(20, seed=3)
@@ -79,15 +83,24 @@ def _holdout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("mlassets.defs.serving.read_split", lambda store, cfg, version, split: HOLDOUT.copy())
 
 
-def _materialize(cfg: PipelineConfig, asset: dg.AssetKey, registered_version: str = "") -> tuple[bool, str, dict]:
+def registered(reg: Registry, version: str, gated_against: str | None = None) -> RegisteredVersion:
+    """The ``registered_model`` record of a version, as that asset would have handed it on (built by hand)."""
+    record = registry.record_of(registry.get_version(reg.name, version))
+    if gated_against is not None:
+        gate = dataclasses.replace(record.gate_result, gated_against=gated_against)
+        record = dataclasses.replace(record, gate_result=gate)
+    return RegisteredVersion(name=reg.name, version=version, record=record)
+
+
+def _materialize(cfg: PipelineConfig, asset: dg.AssetKey,
+                 upstream: RegisteredVersion | None = None) -> tuple[bool, str, dict]:
     """Run one asset of the graph for a fresh data version; ``(success, failure text, metadata)``."""
     keys = DatasetKeys.of(cfg)
     partition = hashlib.sha256(uuid.uuid4().bytes).hexdigest()
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(f"{cfg.dataset.name}_data_versions", [partition])
-    if registered_version:
-        instance.report_runless_asset_event(dg.AssetMaterialization(
-            keys.registered_model, partition=partition, metadata={"version": registered_version}))
+    if upstream is not None:  # what the registered_model asset of this data version handed on
+        RecordFiles(paths.records_root()).write(keys.registered_model.path, partition, upstream)
     shared.end_active_runs()
     try:
         result = dg.materialize(dataset_defs(cfg).assets, selection=[asset], partition_key=partition,
@@ -103,16 +116,16 @@ def _materialize(cfg: PipelineConfig, asset: dg.AssetKey, registered_version: st
 def test_champion_asset_promotes_through_the_log_or_waits(reg: Registry) -> None:
     reg.add(True, True, False)
     keys = DatasetKeys.of(_config(reg))
-    ok, _, meta = _materialize(_config(reg, "manual"), keys.champion, "1")
+    ok, _, meta = _materialize(_config(reg, "manual"), keys.champion, registered(reg, "1"))
     assert ok and "awaiting" in meta["note"] and reg.champion() is None and reg.log.entries(reg.name) == []
-    ok, _, meta = _materialize(_config(reg), keys.champion, "1")
+    ok, _, meta = _materialize(_config(reg), keys.champion, registered(reg, "1"))
     [entry] = reg.log.entries(reg.name)
     assert ok and reg.champion() == "1" and meta["promotion_seq"] == 1
     assert entry.who.startswith("dagster run ") and entry.reason == "gate passed (promotion: auto)"
-    ok, failure, _ = _materialize(_config(reg), keys.champion, "3")  # a run without the blocking check
+    ok, failure, _ = _materialize(_config(reg), keys.champion, registered(reg, "3"))  # without the blocking check
     assert not ok and "version 3 has no passing gate result" in failure and reg.champion() == "1"
-    mlflow.MlflowClient().set_model_version_tag(reg.name, "2", "gated_against", "none")
-    ok, failure, _ = _materialize(_config(reg), keys.champion, "2")  # gated before v1 became champion
+    stale = registered(reg, "2", gated_against="none")  # gated before v1 became champion
+    ok, failure, _ = _materialize(_config(reg), keys.champion, stale)
     assert not ok and "gated against champion none, but the champion is now 1" in failure
     assert reg.champion() == "1" and len(reg.log.entries(reg.name)) == 1
 
@@ -123,7 +136,7 @@ def test_predictions_asset_scores_with_the_champion_and_refuses_ungated(reg: Reg
     key = dg.AssetKey([cfg.dataset.name, "predictions"])
     ok, _, meta = _materialize(cfg, key)
     assert ok and meta == {}  # no champion yet (promotion: manual): nothing to serve, nothing materialized
-    registry.promote(reg.name, "1")
+    promote.promote(reg.name, "1")
     ok, _, meta = _materialize(cfg, key)
     assert ok and meta["model_version"] == "1" and meta["serving_basis"] == "gate passed" and meta["rows"] == 50
     path = f"predictions/{meta['data_commit']}/{reg.name}-v1.parquet"

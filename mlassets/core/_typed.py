@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Literal
@@ -17,14 +18,16 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _coerce(tp: Any, value: Any, path: str) -> Any:
+def _coerce(tp: Any, value: Any, path: str, allow_nan: bool = False) -> Any:
+    if tp is Any:
+        return value
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, path)
+        return _coerce(inner[0], value, path, allow_nan)
     if origin is Literal:
         if value not in args:
             raise ConfigError(f"{path}: {_describe(value)} is not one of {list(args)}")
@@ -32,13 +35,13 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(f"{path}: expected a list, got {_describe(value)}")
-        return [_coerce(args[0], v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_coerce(args[0], v, f"{path}[{i}]", allow_nan) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: expected a mapping, got {_describe(value)}")
-        return {str(k): _coerce(args[1], v, f"{path}.{k}") for k, v in value.items()}
+        return {str(k): _coerce(args[1], v, f"{path}.{k}", allow_nan) for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, path)
+        return build(tp, value, path, allow_nan)
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: expected true/false, got {_describe(value)}")
@@ -50,6 +53,8 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{path}: expected a number, got {_describe(value)}")
+        if not math.isfinite(value) and not allow_nan:
+            raise ConfigError(f"{path}: expected a finite number, got {_describe(value)}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -58,7 +63,8 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
     raise ConfigError(f"{path}: unsupported type {tp}")  # pragma: no cover - schema bug
 
 
-def build(cls: type, data: Any, path: str) -> Any:
+def build(cls: type, data: Any, path: str, allow_nan: bool = False) -> Any:
+    """``cls`` from a mapping, strictly; floats must be finite unless ``allow_nan`` (records of measurements)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {_describe(data)}")
     hints = typing.get_type_hints(cls)
@@ -74,5 +80,5 @@ def build(cls: type, data: Any, path: str) -> Any:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ConfigError(f"{key}: required key is missing")
             continue
-        kwargs[f.name] = _coerce(hints[f.name], data[f.name], key)
+        kwargs[f.name] = _coerce(hints[f.name], data[f.name], key, allow_nan)
     return cls(**kwargs)

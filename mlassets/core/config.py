@@ -8,13 +8,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+from mlassets.core import config_rules
 from mlassets.core._typed import ConfigError, build
 
 __all__ = ["ConfigError", "PipelineConfig", "load_config", "parse_config", "shipped_configs"]
@@ -98,6 +98,23 @@ class FaultConfig:
     heavy_compute: int = 0  # extra matmuls per step
     crash_at_step: int = -1  # raise at this global step (once per run directory)
     crash_rank: int = 0  # the rank that crashes at crash_at_step; -1: every rank
+    slow_input_rank: int = -1  # this rank's input path waits slow_input_ms per batch fetch (a straggler's host)
+    slow_input_ms: float = 0.0
+    slow_checkpoint_ms: float = 0.0  # added to every checkpoint write (a slow disk or object store)
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """``torch.profiler`` traces of a window of steps on every rank, for HolisticTraceAnalysis; off by default."""
+
+    steps: int = 0  # steps recorded per rank; 0: no profiling
+    wait: int = 2  # steps skipped first (start-up)
+    warmup: int = 1  # steps profiled but thrown away (profiler start-up)
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "wait", "warmup"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"training.profile.{name}: must be >= 0, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,7 @@ class TrainingConfig:
     collective_timeout_s: int = 120
     telemetry_every_steps: int = 50  # aggregates to MLflow this often
     faults: FaultConfig = field(default_factory=FaultConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)  # traces under <run>/profile/rank<r>.json
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 over all steps
     retries: int = 1  # Dagster retries of the training step; each attempt resumes from the newest checkpoint
 
@@ -139,6 +157,7 @@ class GateConfig:
     prediction_min: float = -200.0
     prediction_max: float = 1500.0
     promotion: Literal["auto", "manual"] = "auto"
+    small_slices: Literal["pass", "hold"] = "pass"  # slices below slice_min_rows are listed; hold: not promoted
 
 
 @dataclass(frozen=True)
@@ -162,55 +181,9 @@ def canonical_hash(data: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _check(cfg: PipelineConfig) -> None:
-    ds, feats = cfg.dataset, cfg.features
-    for name in [ds.target, ds.time_column, *ds.key, *ds.slices]:
-        if name not in ds.columns:
-            raise ConfigError(f"dataset.columns: column {name!r} is used but not declared")
-    for section, cols in (("categorical", feats.categorical), ("numeric", feats.numeric)):
-        if ds.target in cols:
-            raise ConfigError(f"features.{section}: the target {ds.target!r} cannot be a feature")
-    positive = {
-        "features.holdout_days": feats.holdout_days,
-        "features.validation_days": feats.validation_days,
-        "features.train_window_months": feats.train_window_months,
-        "training.epochs": cfg.training.epochs,
-        "training.batch_size": cfg.training.batch_size,
-        "training.threads": cfg.training.threads,
-        "training.nproc": cfg.training.nproc,
-        "dataset.min_rows": ds.min_rows,
-    }
-    for key, value in positive.items():
-        if value < 1:
-            raise ConfigError(f"{key}: must be >= 1, got {value}")
-    overlap = sorted(set(feats.categorical) & set(feats.numeric))
-    if overlap:
-        raise ConfigError(f"features: column {overlap[0]!r} is both categorical and numeric")
-    if not feats.categorical and not feats.numeric:
-        raise ConfigError("features: no categorical and no numeric features")
-    if cfg.training.lr <= 0 or cfg.training.weight_decay < 0:
-        raise ConfigError(f"training.lr / weight_decay: need lr > 0 and weight_decay >= 0, got "
-                          f"{cfg.training.lr} / {cfg.training.weight_decay}")
-    if not 0 <= cfg.model.dropout < 1:
-        raise ConfigError(f"model.dropout: must be in [0, 1), got {cfg.model.dropout}")
-    if cfg.model.embedding_dim < 1 or any(h < 1 for h in cfg.model.hidden):
-        raise ConfigError(f"model.embedding_dim / hidden: sizes must be >= 1, got {cfg.model.embedding_dim} / "
-                          f"{cfg.model.hidden}")
-    if cfg.training.keep_last < 1:
-        raise ConfigError(f"training.keep_last: must be >= 1, got {cfg.training.keep_last}")
-    try:
-        zoneinfo.ZoneInfo(feats.timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"features.timezone: {feats.timezone!r} is not a known time zone") from None
-    if not 0 < ds.sample_fraction <= 1:
-        raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
-    if not ds.name.replace("_", "").isalnum() or not ds.name[0].isalpha():
-        raise ConfigError(f"dataset.name: {ds.name!r} must be letters, digits and '_', starting with a letter")
-
-
 def parse_config(data: Any) -> PipelineConfig:
     cfg = build(PipelineConfig, data, "")
-    _check(cfg)
+    config_rules.check(cfg)
     return cfg
 
 

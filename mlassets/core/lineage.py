@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -40,9 +42,33 @@ def lock_hash() -> str:
     return hashlib.sha256(LOCK_FILE.read_bytes()).hexdigest() if LOCK_FILE.is_file() else "missing"
 
 
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name: MKL takes other code paths on non-Intel CPUs of the same capability."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+@functools.cache
+def blas() -> str:
+    """torch's BLAS build, e.g. ``mkl 2024.2``: another build (or version) rounds differently."""
+    config = torch.__config__.show()
+    name = re.search(r"BLAS_INFO=(\w+)", config)
+    version = re.search(r"Math Kernel Library Version ([\w.]+)", config)
+    text = name.group(1) if name else "unknown"
+    return f"{text} {version.group(1)}" if version and text == "mkl" else text
+
+
 def environment() -> dict[str, str]:
     """The facts that change a model's weights even with the same code, data and seed."""
     return {
         "torch_version": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_model": cpu_model(),
+        "blas": blas(),
     }

@@ -36,3 +36,8 @@ def work_dir(*parts: str) -> Path:
     path = home().joinpath("work", *parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def records_root() -> Path:
+    """Where the records that assets hand each other are kept (one JSON file per asset and partition)."""
+    return Path(os.environ.get("MLASSETS_RECORDS") or home() / "records")

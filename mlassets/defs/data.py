@@ -1,17 +1,11 @@
-"""group data: each partition of raw data, validated on a short-lived branch, then merged into the watched branch."""
+"""group data: each partition of raw data, validated in a store transaction, then landed on the watched branch."""
 
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import (
-    LabelCorruption,
-    corrupt_training_labels,
-    main_table,
-    month_tables,
-    raw_repo,
-    tables_from_dir,
-)
-from mlassets.core.ingest import DataRejected, ingest_month
+from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
+from mlassets.core.data.ingest import DataRejected, Ingested, ingest_partition
+from mlassets.core.data.raw import check_partition_key, main_table, month_tables, raw_repo, tables_from_dir
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_metadata
 from mlassets.defs.partitions import data_versions, months
@@ -30,10 +24,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     versions = data_versions(cfg)
 
     @dg.asset(key=keys.raw, partitions_def=months(cfg), group_name="data", kinds={"parquet"})
-    def raw(context: dg.AssetExecutionContext, config: IngestConfig, store: StoreResource) -> dg.MaterializeResult:
+    def raw(context: dg.AssetExecutionContext, config: IngestConfig, store: StoreResource) -> dg.Output[Ingested]:
         """One partition of source data, validated before it reaches the watched branch; its commit is a new
         data version. Fails, naming every failed check, with the watched branch unchanged."""
-        key = context.partition_key
+        try:
+            key = check_partition_key(cfg, context.partition_key)
+        except ValueError as exc:
+            raise dg.Failure(str(exc)) from None
         tables = tables_from_dir(config.tables_dir) if config.tables_dir else month_tables(cfg, key)
         if config.corrupt_slice:
             corruption = LabelCorruption.parse(config.corrupt_slice, config.corrupt_shift)
@@ -42,25 +39,25 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             context.log.warning(f"fault injection: {corruption} in {key}")
         backend = store.open()
         try:
-            ingested = ingest_month(backend, cfg, key, tables, run_metadata(context))
+            ingested = ingest_partition(backend, cfg, key, tables, run_metadata(context))
         except DataRejected as exc:
             raise dg.Failure(
                 description=str(exc),
                 metadata={"partition": key, "failed_checks": ", ".join(o.name for o in exc.outcomes if not o.passed)},
             ) from None
-        context.instance.add_dynamic_partitions(versions.name, [ingested.commit.id])
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(ingested.commit.id),
-            metadata={
-                "data_commit": ingested.commit.id,
-                "parent_commit": ingested.parent,
-                "staged_commit": ingested.staged,
-                "rows": dg.MetadataValue.int(sum(ingested.rows.values())),
-                **{f"rows_{table}": dg.MetadataValue.int(n) for table, n in ingested.rows.items()},
-                "store_uri": dg.MetadataValue.url(backend.uri(raw_repo(cfg), ingested.commit.id)),
-                "checks": dg.MetadataValue.md("\n".join(f"- {o.name}: {o.message}" for o in ingested.outcomes)),
-                "fault_injection": config.corrupt_slice or "none",
-            },
-        )
+        if ingested.created:
+            context.instance.add_dynamic_partitions(versions.name, [ingested.data_version])
+        context.log.info(ingested.message)
+        return dg.Output(ingested, data_version=dg.DataVersion(ingested.data_version), metadata={
+            "data_commit": ingested.data_version,
+            "new_data_version": ingested.created,
+            "parent_commit": ingested.parent,
+            "rows": dg.MetadataValue.int(sum(ingested.rows.values())),
+            **{f"rows_{table}": dg.MetadataValue.int(n) for table, n in ingested.rows.items()},
+            "store_uri": dg.MetadataValue.url(backend.uri(raw_repo(cfg), ingested.data_version)),
+            "checks": dg.MetadataValue.md("\n".join(f"- {o.name}: {o.message}" for o in ingested.checks)
+                                          or ingested.message),
+            "fault_injection": config.corrupt_slice or "none",
+        })
 
     return [raw]

@@ -1,117 +1,95 @@
-"""group evaluation: candidate and champion on the same holdout; the gate's verdict on the candidate."""
+"""group evaluation: candidate and champion on the same holdout (one record); the gate's verdict on that record."""
 
 import math
 
 import dagster as dg
 import mlflow
 
-from mlassets.core import registry, scoring, tracking
-from mlassets.core.artifact import load_bundle
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate import Evaluation
-from mlassets.core.feature_store import read_split
-from mlassets.core.gate_rules import MB
+from mlassets.core.evaluate import score
+from mlassets.core.evaluate.gate import GateResult, evaluate_gate
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.evaluate.rules import MB
+from mlassets.core.features.store import read_split
+from mlassets.core.registry import promote, versions
+from mlassets.core.train.artifact import load_bundle
+from mlassets.core.train.mlflow_model import bundle_path
+from mlassets.core.train.result import Candidate
+from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.lookup import upstream_metadata
 from mlassets.defs.partitions import data_versions
 
-_TEXT = ("slice", "value", "model", "rule", "reason")
 _LATENCY = ("single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms", "rows_per_s")
 _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier", "ece")}
 
 
-def _cell(value: object) -> object:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def _table(records: list[dict], columns: list[str] | None = None) -> dg.TableMetadataValue:
-    columns = columns or (list(records[0]) if records else ["slice"])
-
-    def kind(c: str) -> str:
-        return "string" if c in _TEXT else "bool" if c == "passed" else "int" if c in ("n", "count", "bin") else "float"
-
-    return dg.MetadataValue.table(
-        records=[dg.TableRecord({c: _cell(r.get(c)) for c in columns}) for r in records],
-        schema=dg.TableSchema(columns=[dg.TableColumn(c, kind(c)) for c in columns]),
-    )
-
-
-def _performance_table(result: Evaluation) -> dg.TableMetadataValue:
-    records = [{"model": model, **{k: perf.get(k, math.nan) for k in _LATENCY},
-                "size_mb": perf.get("size_bytes", math.nan) / MB} for model, perf in result.performance.items()]
-    return _table(records, ["model", *_LATENCY, "size_mb"])
-
-
-def _calibration_table(result: Evaluation) -> dg.TableMetadataValue:
-    records = [{"model": model, **row} for model, report in (result.calibration or {}).items()
-               for row in report["table"]]
-    return _table(records, ["model", "bin", "lower", "upper", "count", "mean_predicted", "observed_rate"])
-
-
-def _evaluation_metadata(result: Evaluation) -> dict[str, object]:
+def evaluation_metadata(result: Evaluation) -> dict[str, object]:
+    """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration."""
     meta: dict[str, object] = {}
     for key in _OVERALL.get(result.task, ()):
-        meta[f"candidate_{key}"] = dg.MetadataValue.float(result.candidate.get(key, math.nan))
-        meta[f"champion_{key}"] = dg.MetadataValue.float((result.champion or {}).get(key, math.nan))
+        meta[f"candidate_{key}"] = number(result.candidate.get(key))
+        meta[f"champion_{key}"] = number((result.champion or {}).get(key))
     candidate = result.performance.get("candidate", {})
-    meta["candidate_latency_p99_ms"] = dg.MetadataValue.float(candidate.get("single_p99_ms", math.nan))
-    meta["candidate_size_mb"] = dg.MetadataValue.float(candidate.get("size_bytes", math.nan) / MB)
-    meta["performance"] = _performance_table(result)
+    meta["candidate_latency_p99_ms"] = number(candidate.get("single_p99_ms"))
+    meta["candidate_size_mb"] = number(candidate.get("size_bytes", math.nan) / MB)
+    meta["performance"] = table([{"model": m, **{k: p.get(k, math.nan) for k in _LATENCY},
+                                  "size_mb": p.get("size_bytes", math.nan) / MB}
+                                 for m, p in result.performance.items()], ["model", *_LATENCY, "size_mb"])
     if result.calibration:
-        meta["calibration"] = _calibration_table(result)
-    meta["slices"] = _table(result.to_dict()["slices"])
+        meta["calibration"] = table([{"model": m, **row} for m, report in result.calibration.items()
+                                     for row in report["table"]],
+                                    ["model", "bin", "lower", "upper", "count", "mean_predicted", "observed_rate"])
+    meta["slices"] = table(result.slice_frame().to_dict(orient="records"))
+    meta.update({"main_metric": result.main_metric, "champion_version": result.champion_version or "none",
+                 "holdout_rows": dg.MetadataValue.int(result.holdout_rows),
+                 "predictions_uri": result.predictions_uri})
     return meta
 
 
+def gate_metadata(gate: GateResult) -> dict[str, object]:
+    return {
+        "passed": gate.passed,
+        "summary": gate.summary(),
+        "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
+        "rules": table([{"rule": r.name, "value": r.value, "limit": r.limit, "passed": r.passed, "reason": r.reason}
+                        for r in gate.rules]),
+        "unjudged_slices": table([u.to_dict() for u in gate.unjudged], ["slice", "value", "n", "min_rows"]),
+        "champion_version": gate.gated_against,
+    }
+
+
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
-    versions = data_versions(cfg)
+    versions_def = data_versions(cfg)
+    name = cfg.model.registered_name
 
-    @dg.asset(key=keys.evaluation, partitions_def=versions, group_name="evaluation",
-              deps=[keys.candidate_model], required_resource_keys={"store", "mlflow"})
-    def evaluation(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        """Candidate and current champion on this version's holdout: metrics overall and per slice,
-        latency and size (and calibration for binary models)."""
-        candidate = upstream_metadata(context, keys.candidate_model)
-        holdout = read_split(context.resources.store.open(), cfg, context.partition_key, "holdout")
-        champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
-        dirs = {"candidate": tracking.bundle_path(str(candidate["model_uri"]))}
-        if champ:
-            dirs["champion"] = tracking.bundle_path(champ.source)
+    @dg.asset(key=keys.evaluation, partitions_def=versions_def, group_name="evaluation",
+              ins={"candidate": dg.AssetIn(keys.candidate_model)}, required_resource_keys={"store", "mlflow"})
+    def evaluation(context: dg.AssetExecutionContext, candidate: Candidate) -> dg.Output[Evaluation]:
+        """Candidate and the live champion (by the promotion log) on this version's holdout: metrics overall and
+        per slice with bootstrap intervals, latency and size (and calibration for binary models)."""
+        version = candidate.provenance.data_commit
+        holdout = read_split(context.resources.store.open(), cfg, version, "holdout")
+        live = promote.live_version(name)
+        dirs = {"candidate": bundle_path(candidate.model_uri)}
+        if live:
+            dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
-        predictions = scoring.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
-        performance = scoring.measure_models(bundles, dirs, holdout, cfg.training.seed)
-        result = scoring.evaluation_of(predictions, cfg, performance)
-        path = f"evaluation/{context.partition_key[:16]}"
-        uri = scoring.log_predictions(predictions, path)
-        evaluation_uri = scoring.log_evaluation(result, path)
-        return dg.MaterializeResult(metadata={
-            **_evaluation_metadata(result),
-            "main_metric": cfg.gate.main_metric,
-            "champion_version": champ.version if champ else "none",
-            "holdout_rows": dg.MetadataValue.int(len(predictions)),
-            "predictions_uri": uri,
-            "evaluation_uri": evaluation_uri,
-        })
+        predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
+        performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed)
+        uri = score.log_predictions(predictions, f"evaluation/{version[:16]}")
+        result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
+                                     predictions_uri=uri)
+        score.log_evaluation(result)
+        return dg.Output(result, metadata=evaluation_metadata(result))
 
-    @dg.asset(key=keys.gate_result, partitions_def=versions, group_name="evaluation",
-              deps=[keys.evaluation], required_resource_keys={"mlflow"})
-    def gate_result(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        """Every gate rule with value, limit and pass/fail, and one sentence per failure."""
-        evaluated = upstream_metadata(context, keys.evaluation)
-        measured = scoring.load_evaluation(str(evaluated["evaluation_uri"])) if "evaluation_uri" in evaluated else None
-        gate = scoring.gate_of(scoring.load_predictions(str(evaluated["predictions_uri"])), cfg, measured)
-        mlflow.log_dict(gate.to_dict(), f"gate/{context.partition_key[:16]}.json")
+    @dg.asset(key=keys.gate_result, partitions_def=versions_def, group_name="evaluation",
+              ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"mlflow"})
+    def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> dg.Output[GateResult]:
+        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices."""
+        gate = evaluate_gate(cfg.gate, evaluation)
         mlflow.log_metric("gate_passed", float(gate.passed))
         for reason in gate.reasons():
             context.log.warning(f"gate: {reason}")
-        return dg.MaterializeResult(metadata={
-            "passed": gate.passed,
-            "summary": gate.summary(),
-            "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
-            "rules": _table([{"rule": r.name, "value": r.value, "limit": r.limit, "passed": r.passed,
-                              "reason": r.reason} for r in gate.rules]),
-            "gate_json": dg.MetadataValue.json(gate.to_dict()),
-            "champion_version": evaluated.get("champion_version", "none"),
-        })
+        return dg.Output(gate, metadata=gate_metadata(gate))
 
     return [evaluation, gate_result]

@@ -6,11 +6,11 @@ import dagster as dg
 from dagster_mlflow import end_mlflow_on_run_finished
 
 from mlassets.core.config import PipelineConfig
-from mlassets.defs import data, evaluation, features, registry, serving, snapshot, training
+from mlassets.defs import data, evaluation, features, ops, registry, serving, snapshot, training
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import months
 
-STAGES = (data, snapshot, features, training, evaluation, registry, serving)
+STAGES = (data, snapshot, features, training, evaluation, registry, serving, ops)
 
 
 def ingest_job_name(cfg: PipelineConfig) -> str:

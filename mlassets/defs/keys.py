@@ -14,11 +14,13 @@ class DatasetKeys:
     raw: dg.AssetKey
     snapshot: dg.AssetKey
     features: dg.AssetKey
+    checkpoints: dg.AssetKey
     candidate_model: dg.AssetKey
     evaluation: dg.AssetKey
     gate_result: dg.AssetKey
     registered_model: dg.AssetKey
     champion: dg.AssetKey
+    predictions: dg.AssetKey
 
     @classmethod
     def of(cls, cfg: PipelineConfig) -> DatasetKeys:

@@ -1,4 +1,4 @@
-"""Read what an upstream asset recorded for the same partition (its URIs, run ids, results); name the run."""
+"""Name the Dagster run in what an asset writes elsewhere (store commit metadata), with a link to the run."""
 
 from __future__ import annotations
 
@@ -7,17 +7,6 @@ import os
 import dagster as dg
 
 LAKEFS_UI_LINK = "::lakefs::Dagster::url[url:ui]"  # lakeFS shows this commit-metadata key as a link
-
-
-def upstream_metadata(context: dg.AssetExecutionContext, key: dg.AssetKey) -> dict[str, object]:
-    """Metadata of the latest materialization of ``key`` for this run's partition, as plain values."""
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[context.partition_key]), limit=1
-    ).records
-    if not records:
-        raise dg.Failure(f"{key.to_user_string()} has no materialization for partition {context.partition_key}")
-    materialization = records[0].asset_materialization
-    return {k: v.value for k, v in materialization.metadata.items()}
 
 
 def run_url(run_id: str) -> str:

@@ -7,7 +7,8 @@ from dagster_mlflow.resources import CONFIG_SCHEMA, MlFlow
 from pydantic import Field
 
 from mlassets.core import tracking
-from mlassets.core.store import VersionedStore, open_store
+from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.defs.records import RecordIOManager
 
 
 class StoreResource(dg.ConfigurableResource):
@@ -45,4 +46,5 @@ def default_resources() -> dict[str, object]:
         "store": StoreResource(),
         "mlflow": mlflow_tracking.configured({"experiment_name": tracking.EXPERIMENT}),
         "pipes": dg.PipesSubprocessClient(),
+        "io_manager": RecordIOManager(),
     }

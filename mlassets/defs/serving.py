@@ -6,24 +6,21 @@ import dagster as dg
 import mlflow
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.feature_store import read_split
+from mlassets.core.data.raw import check_data_version
+from mlassets.core.features.store import read_split
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_metadata
 from mlassets.defs.partitions import data_versions
-from mlassets.serving import NoChampion, ServingError, load_champion, write_predictions
-
-
-def predictions_key(cfg: PipelineConfig) -> dg.AssetKey:
-    return dg.AssetKey([cfg.dataset.name, "predictions"])
+from mlassets.serving import NoChampion, PredictionSet, ServingError, load_champion, write_predictions
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     name = cfg.model.registered_name
 
-    @dg.asset(key=predictions_key(cfg), partitions_def=data_versions(cfg), group_name="serving",
+    @dg.asset(key=keys.predictions, partitions_def=data_versions(cfg), group_name="serving",
               deps=[keys.features, keys.champion], required_resource_keys={"store", "mlflow"},
               kinds={"pytorch", "mlflow"}, output_required=False)
-    def predictions(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
+    def predictions(context: dg.AssetExecutionContext) -> Iterator[dg.Output[PredictionSet]]:
         """The champion's predictions for this version's holdout rows (its newest days), committed to the
         derived repository; refuses a champion whose record holds no passing gate or forced promotion, and
         materializes nothing while there is no champion (``promotion: manual`` before the first promote)."""
@@ -35,7 +32,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except ServingError as exc:
             raise dg.Failure(f"predictions refused: {exc}") from None
         store = context.resources.store.open()
-        rows = read_split(store, cfg, context.partition_key, "holdout")
+        rows = read_split(store, cfg, check_data_version(context.partition_key), "holdout")
         result = write_predictions(store, cfg, context.partition_key, model, rows, run_metadata(context))
         metadata: dict[str, object] = {
             "model_name": name, "model_version": model.version, "serving_basis": model.basis,
@@ -44,6 +41,6 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         }
         if result.mae is not None:
             metadata["mae"] = dg.MetadataValue.float(result.mae)
-        yield dg.MaterializeResult(metadata=metadata)
+        yield dg.Output(result, metadata=metadata)
 
     return [predictions]

@@ -5,15 +5,16 @@ from collections.abc import Iterator
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.snapshot import snapshot_version
+from mlassets.core.data.raw import check_data_version
+from mlassets.core.data.snapshot import snapshot_version
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions
 from mlassets.defs.resources import StoreResource
 
 CHECKS = {
-    "schema": "pandera schema of the config: types, ranges, dates, nullability (target non-null), allowed values, "
-              "unique key",
-    "min_rows": "every partition holds at least dataset.min_rows rows",
+    "schema": "pandera schema of the config on the partitions the version adds: types, ranges, dates, nullability "
+              "(target non-null), allowed values, unique key",
+    "min_rows": "every new partition holds at least dataset.min_rows rows",
     "row_change": "rows of each new partition within dataset.row_change_band of the mean of the others",
     "target_mean": "target mean of the new partitions within dataset.target_mean_band std of the others",
     "target_quantiles": "target quartiles of the new partitions within dataset.target_quantile_band IQR of the others",
@@ -33,19 +34,16 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     )
     def snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> Iterator[object]:
         """The data version (a store commit) this partition reads, validated before anything trains on it."""
-        report = snapshot_version(store.open(), cfg, context.partition_key)
-        yield dg.MaterializeResult(
-            data_version=dg.DataVersion(report.commit),
-            metadata={
-                "data_commit": report.commit,
-                "parent_commit": report.parent,
-                "months": ", ".join(report.months),
-                "new_partitions": ", ".join(report.new_partitions),
-                "rows": dg.MetadataValue.int(report.rows),
-                "rows_per_partition": dg.MetadataValue.json(report.rows_per_month),
-                "store_uri": dg.MetadataValue.url(report.uri),
-            },
-        )
+        report = snapshot_version(store.open(), cfg, check_data_version(context.partition_key))
+        yield dg.Output(report, data_version=dg.DataVersion(report.commit), metadata={
+            "data_commit": report.commit,
+            "parent_commit": report.parent,
+            "partitions": ", ".join(report.partitions),
+            "new_partitions": ", ".join(report.new_partitions),
+            "rows": dg.MetadataValue.int(report.rows),
+            "rows_per_partition": dg.MetadataValue.json(report.rows_per_partition),
+            "store_uri": dg.MetadataValue.url(report.uri),
+        })
         for outcome in report.outcomes:
             yield dg.AssetCheckResult(
                 check_name=outcome.name,

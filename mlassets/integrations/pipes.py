@@ -11,18 +11,9 @@ from typing import Any
 
 from dagster_pipes import PipesContext, open_dagster_pipes
 
-REPORT_ASSET_KEY = "report_asset_key"  # extras entry: the asset the report is for (multi-assets)
-
-
-def _typed(value: Any) -> Any:
-    """Lists and dicts go as JSON metadata (Pipes takes only scalars raw)."""
-    if isinstance(value, list | tuple | dict):
-        return {"raw_value": value, "type": "json"}
-    return value
-
 
 class PipesReporter:
-    """Context manager: logs and the materialization report stream back to the launching Dagster step."""
+    """Context manager: log lines stream back to the launching Dagster step, and it reads the extras."""
 
     def __init__(self, **open_kwargs: Any) -> None:
         self._open_kwargs = open_kwargs  # context_loader / message_writer / params_loader overrides
@@ -51,11 +42,6 @@ class PipesReporter:
 
     def log(self, msg: str) -> None:
         self.context.log.info(msg)
-
-    def report(self, metadata: Mapping[str, Any]) -> None:
-        """Report the materialization; a multi-asset names the key it is for in the extras."""
-        self.context.report_asset_materialization(metadata={k: _typed(v) for k, v in metadata.items()},
-                                                  asset_key=self.extras.get(REPORT_ASSET_KEY))
 
     @property
     def extras(self) -> Mapping[str, Any]:

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-from mlassets.core.artifact import ModelBundle, bundle_size_bytes, load_bundle, save_bundle
-from mlassets.core.model import TabularMLP
-from mlassets.core.preprocess import Preprocessor
+from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes, load_bundle, save_bundle
+from mlassets.core.train.model import TabularMLP
 
 CAT = ["carrier", "origin"]
 NUM = ["distance", "temp"]
@@ -70,8 +70,10 @@ def test_round_trip_gives_identical_predictions(tmp_path: Path) -> None:
     loaded = load_bundle(path)
     expected = bundle.predict(df)
     assert expected.dtype == np.float64 and expected.shape == (len(df),)
-    np.testing.assert_array_equal(loaded.predict(df), expected)
-    np.testing.assert_array_equal(loaded.predict(df, batch_size=7), expected)
+    np.testing.assert_array_equal(loaded.predict(df), expected)  # the promise: same rows, batch size and CPU
+    np.testing.assert_array_equal(loaded.predict(df, batch_size=7), bundle.predict(df, batch_size=7))
+    # Across batch sizes only closeness is promised: BLAS kernels (MKL on AMD, AVX512) block the rows differently.
+    np.testing.assert_allclose(loaded.predict(df, batch_size=7), expected, rtol=1e-5, atol=1e-4)
     assert loaded.meta == {"data_version": "abc"} and loaded.target == "arr_delay"
     assert (loaded.target_center, loaded.target_scale) == (3.0, 25.0)
     assert loaded.model_config == MODEL_CONFIG

@@ -10,17 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core.calibration import (
+from mlassets.core.config import GateConfig, load_config, shipped_configs
+from mlassets.core.evaluate.calibration import (
     binary_metrics,
     calibration_report,
     expected_calibration_error,
     log_losses,
     reliability_table,
 )
-from mlassets.core.config import GateConfig, load_config, shipped_configs
-from mlassets.core.evaluate import Evaluation, evaluate_models
-from mlassets.core.gate import GateInputs, evaluate_gate
-from mlassets.core.scoring import evaluation_of, gate_of
+from mlassets.core.evaluate.gate import GateResult, evaluate_gate
+from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.evaluate.score import evaluation_of
 
 BINARY = GateConfig(main_metric="logloss", tolerance=0.02, absolute_max_metric=0.69, calibration_max_ece=0.05,
                     prediction_min=0.0, prediction_max=1.0)
@@ -34,6 +34,18 @@ def model_outputs(n: int = 40_000, seed: int = 0):
     overconfident = 0.5 + 1.4 * (q - 0.5)  # pushed away from 0.5: ECE about 0.4 * E|q - 0.5| = 0.07
     frame = pd.DataFrame({"segment": rng.choice(["a", "b", "c"], n)})
     return frame, y, q, overconfident
+
+
+def binary(gate: GateConfig = BINARY, slices: tuple[str, ...] = ("segment",), seed: int = 0):
+    """The shipped flights config turned into a binary task with this gate (slices of the synthetic frame)."""
+    flights = load_config(shipped_configs()["flights"])
+    return dataclasses.replace(flights, gate=gate, training=dataclasses.replace(flights.training, seed=seed),
+                               dataset=dataclasses.replace(flights.dataset, task="binary", slices=list(slices)))
+
+
+def judge(y, cand, champ, frame, seed: int = 0) -> GateResult:
+    cfg = binary(seed=seed)
+    return evaluate_gate(cfg.gate, evaluate_models(frame, y, cand, champ, cfg))
 
 
 def test_reliability_table_and_ece_by_hand():
@@ -74,8 +86,9 @@ def test_calibration_rule_rejects_a_miscalibrated_model_and_passes_a_calibrated_
     frame, y, calibrated, overconfident = model_outputs()
     results = {}
     for name, p in (("calibrated", calibrated), ("overconfident", overconfident)):
-        ece = expected_calibration_error(y, p)
-        results[name] = evaluate_gate(BINARY, y, p, None, frame, ["segment"], extra=GateInputs(ece=ece))
+        results[name] = judge(y, p, None, frame)
+        ece = next(r.value for r in results[name].rules if r.name == "calibration_ece")
+        assert ece == pytest.approx(expected_calibration_error(y, p))
     ok, bad = results["calibrated"], results["overconfident"]
     assert ok.passed, ok.reasons()
     (rule,) = [r for r in bad.rules if r.name == "calibration_ece"]
@@ -85,35 +98,33 @@ def test_calibration_rule_rejects_a_miscalibrated_model_and_passes_a_calibrated_
 
 def test_binary_evaluation_has_calibration_and_slices_in_the_main_metric():
     frame, y, calibrated, overconfident = model_outputs(n=5000)
-    ev = evaluate_models(frame, y, overconfident, calibrated, ["segment"], task="binary", main_metric="logloss")
+    ev = evaluate_models(frame, y, overconfident, calibrated, binary())
     assert {"logloss", "brier", "ece"} <= set(ev.candidate) and ev.champion is not None
     assert ev.candidate["logloss"] > ev.champion["logloss"]
     assert set(ev.calibration) == {"candidate", "champion"}
-    assert list(ev.slices.columns) == ["slice", "value", "n", "candidate_logloss", "candidate_brier",
-                                       "champion_logloss", "champion_brier"]
-    back = Evaluation.from_dict(json.loads(json.dumps(ev.to_dict())))
+    assert list(ev.slice_frame().columns) == ["slice", "value", "n", "candidate_logloss", "candidate_brier",
+                                              "champion_logloss", "champion_brier", "change", "ci_low", "ci_high"]
+    back = Evaluation.from_json(ev.to_json())
     assert back.task == "binary" and back.calibration == json.loads(json.dumps(ev.calibration))
 
 
 def test_binary_gate_compares_log_loss_overall_and_per_slice():
     frame, y, calibrated, overconfident = model_outputs()
-    result = evaluate_gate(BINARY, y, overconfident, calibrated, frame, ["segment"], seed=1)
+    result = judge(y, overconfident, calibrated, frame, seed=1)
     main = next(r for r in result.rules if r.name == "main_metric")
     assert not main.passed and main.reason.startswith("log loss 0.")
     failing = [r for r in result.failures() if r.name.startswith("slice segment=")]
     assert failing and failing[0].reason.startswith(f"{failing[0].name}: log loss 0.")
-    assert evaluate_gate(BINARY, y, calibrated, overconfident, frame, ["segment"]).passed
+    assert judge(y, calibrated, overconfident, frame).passed
 
 
 def test_scoring_evaluates_and_gates_a_binary_model_on_calibration():
-    flights = load_config(shipped_configs()["flights"])
-    cfg = dataclasses.replace(flights, gate=BINARY,
-                              dataset=dataclasses.replace(flights.dataset, task="binary", slices=["segment"]))
+    cfg = binary()
     frame, y, calibrated, overconfident = model_outputs(n=5000)
     predictions = frame.assign(y=y, candidate=overconfident, champion=np.nan)
     ev = evaluation_of(predictions, cfg, {"candidate": {"single_p99_ms": 1.0, "size_bytes": 1000.0}})
     assert ev.task == "binary" and ev.champion is None and set(ev.calibration) == {"candidate"}
-    gate = gate_of(predictions, cfg, ev)
+    gate = evaluate_gate(cfg.gate, ev)
     assert [r.name for r in gate.rules] == ["sanity_finite", "sanity_range", "absolute_main_metric",
                                             "latency_p99", "model_size", "calibration_ece"]
     assert [r.name for r in gate.failures()] == ["calibration_ece"]

@@ -13,14 +13,14 @@ import pytest
 import torch
 import torch.distributed.checkpoint as dcp
 
-from mlassets.core.checkpoint import Checkpointer, load_tensors, read_metadata, step_dirs
-from mlassets.core.checkpoint_files import verify, write_manifest
-from mlassets.core.distributed import DistEnv
-from mlassets.core.faults import InjectedCrash
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.synthetic import tiny_config, write_splits
-from mlassets.core.train import run_training
-from mlassets.core.train_job import TrainJob
+from mlassets.core.train.checkpoint import Checkpointer, load_tensors, read_metadata, step_dirs
+from mlassets.core.train.checkpoint_files import verify, write_manifest
+from mlassets.core.train.distributed import DistEnv
+from mlassets.core.train.faults import InjectedCrash
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.process import run_training
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.synthetic import tiny_config, write_splits
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 ONE_RANK = DistEnv(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), backend="none")
@@ -140,15 +140,15 @@ def test_crashes_at_three_steps_resume_to_identical_weights(data, reference, tmp
     log = io.StringIO()
     result = _train(data, out, log)
     assert "resumed from checkpoint step-0000000" in log.getvalue()
-    assert result["resumed_from_step"] in (8, 12) and result["attempt"] == 4
-    assert result["final_weights_sha256"] == reference["final_weights_sha256"]
-    assert result["weights_sha256"] == reference["weights_sha256"]
-    assert result["curves"] == reference["curves"]
+    assert result.resumed_from_step in (8, 12) and result.attempt == 4
+    assert result.final_weights_sha256 == reference.final_weights_sha256
+    assert result.weights_sha256 == reference.weights_sha256
+    assert result.curves == reference.curves
 
 
 def test_corrupted_newest_checkpoint_falls_back_to_the_previous_one(data, reference, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    shutil.copytree(Path(reference["final_checkpoint"]).parent.parent, out)
+    shutil.copytree(Path(reference.final_checkpoint).parent.parent, out)
     newest = step_dirs(out / "checkpoints")[0]
     assert newest.name == "step-000000016"
     shard = next(p for p in newest.iterdir() if p.suffix == ".distcp")
@@ -157,15 +157,14 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_previous_one(data, refere
     result = _train(data, out, log)
     assert "checkpoint step-000000016 is not valid (__0_0.distcp does not match" in log.getvalue()
     assert "falling back to the previous one" in log.getvalue()
-    assert result["resumed_from_step"] == 12
-    assert result["final_weights_sha256"] == reference["final_weights_sha256"]
+    assert result.resumed_from_step == 12
+    assert result.final_weights_sha256 == reference.final_weights_sha256
 
 
 def test_time_based_checkpoints_and_invalid_cadence(data, tmp_path: Path) -> None:
     job = TrainJob(tiny_config(epochs=1, checkpoint_every_minutes=1e-6, keep_last=20), str(data[0]), str(data[1]),
                    str(tmp_path / "run"), "v1")
     result = run_training(job, PrintReporter(stream=io.StringIO()))
-    assert [c["step"] for c in result["checkpoints"]] == list(range(1, 9))  # every step is "late"
-    bad = TrainJob(tiny_config(checkpoint_every_steps=-1), str(data[0]), str(data[1]), str(tmp_path / "bad"), "v1")
+    assert [c["step"] for c in result.checkpoints] == list(range(1, 9))  # every step is "late"
     with pytest.raises(ValueError, match="training.checkpoint_every_steps: must be >= 0"):
-        run_training(bad, PrintReporter(stream=io.StringIO()))
+        tiny_config(checkpoint_every_steps=-1)  # refused when the config is read, before any data

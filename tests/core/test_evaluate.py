@@ -1,17 +1,24 @@
-"""Metrics and the per-slice table against hand-computed numbers."""
+"""The evaluation record: metrics overall and per slice against hand-computed numbers, intervals, JSON form."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core.evaluate import Evaluation, evaluate_models, metric_value, regression_metrics, slice_table
-from mlassets.core.scoring import evaluation_metrics, metric_key
+from mlassets.core.config import GateConfig, PipelineConfig, load_config, shipped_configs
+from mlassets.core.evaluate.metrics import metric_value, regression_metrics
+from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.evaluate.score import evaluation_metrics, metric_key
+
+
+def config(slices: list[str], main_metric: str = "mae", **gate: object) -> PipelineConfig:
+    cfg = load_config(shipped_configs()["flights"])
+    return dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, slices=slices),
+                               gate=GateConfig(main_metric=main_metric, **gate))
 
 
 def small_frame() -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
@@ -40,64 +47,74 @@ def test_regression_metrics_rejects_length_mismatch():
         regression_metrics([1.0, 2.0], [1.0])
 
 
-def test_slice_table_matches_groupby():
+def test_slice_rows_match_groupby():
     frame, y, cand, champ = small_frame()
-    table = slice_table(frame, y, {"candidate": cand, "champion": champ}, ["origin", "carrier"])
-    assert list(table.columns) == ["slice", "value", "n", "candidate_mae", "champion_mae"]
-    assert list(zip(table["slice"], table["value"], strict=True)) == sorted(
-        zip(table["slice"], table["value"], strict=True)
-    )
-
+    ev = evaluate_models(frame, y, cand, champ, config(["origin", "carrier"]))
+    table = ev.slice_frame()
+    assert list(table.columns) == ["slice", "value", "n", "candidate_mae", "champion_mae", "change", "ci_low",
+                                   "ci_high"]
+    assert list(table["slice"]) == ["origin"] * 3 + ["carrier"] * 3  # config order, values sorted within
     work = frame.assign(c=np.abs(cand - y), h=np.abs(champ - y))
     for col in ["origin", "carrier"]:
         expected = work.groupby(col).agg(n=("c", "size"), c=("c", "mean"), h=("h", "mean"))
         got = table[table["slice"] == col].set_index("value")
-        assert sorted(got.index) == sorted(expected.index)
+        assert list(got.index) == sorted(expected.index)
         for value, row in expected.iterrows():
             assert got.loc[value, "n"] == row["n"]
             assert got.loc[value, "candidate_mae"] == pytest.approx(row["c"])
             assert got.loc[value, "champion_mae"] == pytest.approx(row["h"])
+            assert got.loc[value, "change"] == pytest.approx(row["c"] / row["h"] - 1)
+            assert got.loc[value, "ci_low"] <= got.loc[value, "ci_high"]
     # one hand-checked cell: carrier UA rows 0, 2, 3 -> candidate |2|, |3|, |10|
     ua = table[(table["slice"] == "carrier") & (table["value"] == "UA")].iloc[0]
     assert ua["n"] == 3 and ua["candidate_mae"] == pytest.approx(5.0)
 
 
-def test_slice_table_values_are_strings_and_missing_is_a_group():
+def test_slice_values_are_strings_and_missing_is_a_group():
     frame = pd.DataFrame({"month": [1, 1, 2, None]})
-    table = slice_table(frame, np.zeros(4), {"candidate": np.ones(4)}, ["month"])
-    assert all(isinstance(v, str) for v in table["value"])
-    assert table["n"].sum() == 4
+    ev = evaluate_models(frame, np.zeros(4), np.ones(4), None, config(["month"]))
+    assert all(isinstance(r.value, str) for r in ev.slices)
+    assert sum(r.n for r in ev.slices) == 4
 
 
-def test_slice_table_is_fast_on_a_million_rows():
+def test_a_million_rows_in_a_hundred_slices():
     rng = np.random.default_rng(0)
     n = 1_000_000
     frame = pd.DataFrame({"dest": rng.integers(0, 100, n).astype(str)})
     y = rng.normal(size=n)
-    start = time.perf_counter()
-    table = slice_table(frame, y, {"candidate": y + 1, "champion": y - 2}, ["dest"])
-    assert time.perf_counter() - start < 2.0
-    assert len(table) == 100 and table["n"].sum() == n
-    assert np.allclose(table["candidate_mae"], 1.0) and np.allclose(table["champion_mae"], 2.0)
+    ev = evaluate_models(frame, y, y + 1, y - 2, config(["dest"]))  # its speed is measured in bench/
+    assert len(ev.slices) == 100 and sum(r.n for r in ev.slices) == n
+    assert all(r.candidate["mae"] == pytest.approx(1.0) and r.champion["mae"] == pytest.approx(2.0)
+               for r in ev.slices)
+    assert all(r.ci_low == pytest.approx(-0.5) and r.ci_high == pytest.approx(-0.5) for r in ev.slices)
 
 
 def test_evaluation_round_trip_through_json():
     frame, y, cand, champ = small_frame()
-    ev = evaluate_models(frame, y, cand, champ, ["origin", "carrier"])
+    ev = evaluate_models(frame, y, cand, champ, config(["origin", "carrier"]), champion_version="3",
+                         performance={"candidate": {"single_p99_ms": 1.5, "size_bytes": 2048.0}})
     assert ev.champion is not None and ev.candidate["mae"] == pytest.approx(np.mean(np.abs(cand - y)))
-    back = Evaluation.from_dict(json.loads(json.dumps(ev.to_dict())))
-    assert back.candidate == ev.candidate and back.champion == ev.champion
-    pd.testing.assert_frame_equal(back.slices, ev.slices)
+    back = Evaluation.from_json(ev.to_json())
+    assert back.to_json() == ev.to_json() and back.champion_version == "3"
+    assert back.performance == ev.performance and back.task == "regression" and back.calibration is None
 
 
 def test_evaluation_without_champion():
     frame, y, cand, _ = small_frame()
-    ev = evaluate_models(frame, y, cand, None, ["origin"])
-    assert ev.champion is None
-    assert list(ev.slices.columns) == ["slice", "value", "n", "candidate_mae"]
-    back = Evaluation.from_dict(json.loads(json.dumps(ev.to_dict())))
-    assert back.champion is None
-    pd.testing.assert_frame_equal(back.slices, ev.slices)
+    ev = evaluate_models(frame, y, cand, None, config(["origin"]))
+    assert ev.champion is None and not ev.has_champion
+    assert list(ev.slice_frame().columns) == ["slice", "value", "n", "candidate_mae", "change", "ci_low", "ci_high"]
+    assert all(math.isnan(r.change) and r.champion is None for r in ev.slices)
+    assert Evaluation.from_json(ev.to_json()).to_json() == ev.to_json()
+
+
+def test_prediction_stats_count_what_the_sanity_rules_read():
+    frame, y, cand, champ = small_frame()
+    cand = cand.copy()
+    cand[[0, 1]] = [np.nan, 5000.0]
+    stats = evaluate_models(frame, y, cand, champ, config(["origin"])).predictions
+    assert (stats.n, stats.non_finite, stats.outside_range) == (7, 1, 1)
+    assert (stats.range_min, stats.range_max, stats.seen_max) == (-200.0, 1500.0, 5000.0)
 
 
 def test_metric_value_and_rmse_slices():
@@ -106,10 +123,12 @@ def test_metric_value_and_rmse_slices():
     assert metric_value("rmse", y, cand) == pytest.approx(regression_metrics(y, cand)["rmse"])
     with pytest.raises(ValueError, match="unknown metric"):
         metric_value("r2", y, cand)
-    ev = evaluate_models(frame, y, cand, champ, ["carrier"], main_metric="rmse")
-    ua = ev.slices[ev.slices["value"] == "UA"].iloc[0]
-    assert list(ev.slices.columns)[3:] == ["candidate_mae", "candidate_rmse", "champion_mae", "champion_rmse"]
+    ev = evaluate_models(frame, y, cand, champ, config(["carrier"], main_metric="rmse"))
+    table = ev.slice_frame()
+    ua = table[table["value"] == "UA"].iloc[0]
+    assert list(table.columns)[3:7] == ["candidate_mae", "candidate_rmse", "champion_mae", "champion_rmse"]
     assert ua["candidate_rmse"] == pytest.approx(math.sqrt((4 + 9 + 100) / 3))
+    assert ua["change"] == pytest.approx(ua["candidate_rmse"] / ua["champion_rmse"] - 1)
 
 
 def test_mlflow_metrics_per_slice_have_valid_names():
@@ -117,8 +136,8 @@ def test_mlflow_metrics_per_slice_have_valid_names():
 
     frame = pd.DataFrame({"carrier": ["UA", "UA", "a=b:c/d", ".."]})
     y = np.array([1.0, 2.0, 3.0, 4.0])
-    ev = evaluate_models(frame, y, y + 1, y - 2, ["carrier"])
-    ev.performance = {"candidate": {"single_p99_ms": 1.5, "size_bytes": 2048.0}}
+    ev = evaluate_models(frame, y, y + 1, y - 2, config(["carrier"]),
+                         performance={"candidate": {"single_p99_ms": 1.5, "size_bytes": 2048.0}})
     metrics = evaluation_metrics(ev)
     assert metrics["slice_mae/carrier/UA"] == 1.0 and metrics["slice_champion_mae/carrier/UA"] == 2.0
     assert metrics["slice_n/carrier/UA"] == 2.0 and metrics["slice_mae/carrier/a_b_c_d"] == 1.0
@@ -128,20 +147,12 @@ def test_mlflow_metrics_per_slice_have_valid_names():
     assert metric_key("slice_mae", "carrier", "..") == "slice_mae/carrier/_"
 
 
-def test_evaluation_round_trip_keeps_performance():
-    frame, y, cand, champ = small_frame()
-    ev = evaluate_models(frame, y, cand, champ, ["origin"])
-    ev.performance = {"candidate": {"single_p99_ms": 1.5, "size_bytes": 2048.0}, "champion": {"size_bytes": 1.0}}
-    back = Evaluation.from_dict(json.loads(json.dumps(ev.to_dict())))
-    assert back.performance == ev.performance and back.task == "regression" and back.calibration is None
-
-
-def test_categorical_slice_columns_give_the_same_table():
+def test_categorical_slice_columns_give_the_same_record():
     frame, y, cand, champ = small_frame()
     frame = frame.assign(origin=frame["origin"].where(frame.index != 2))  # one missing value
-    plain = slice_table(frame, y, {"candidate": cand, "champion": champ}, ["origin", "carrier"])
+    cfg = config(["origin", "carrier"])
+    plain = evaluate_models(frame, y, cand, champ, cfg)
     cats = frame.astype("category")
     cats["carrier"] = cats["carrier"].cat.add_categories(["unused"])
-    table = slice_table(cats, y, {"candidate": cand, "champion": champ}, ["origin", "carrier"])
-    pd.testing.assert_frame_equal(table, plain)
-    assert "nan" in set(table["value"]) and "unused" not in set(table["value"])
+    assert evaluate_models(cats, y, cand, champ, cfg).to_json() == plain.to_json()
+    assert "nan" in {r.value for r in plain.slices} and "unused" not in {r.value for r in plain.slices}

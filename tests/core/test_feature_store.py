@@ -8,10 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mlassets.core import features
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import WATCHED_BRANCH, derived_repo, month_tables, read_version
-from mlassets.core.feature_store import (
+from mlassets.core.data.ingest import ingest_partition
+from mlassets.core.data.raw import WATCHED_BRANCH, derived_repo, month_tables, read_version
+from mlassets.core.data.sources import nycflights13
+from mlassets.core.data.store.local import LocalStore
+from mlassets.core.features import split as features
+from mlassets.core.features.split import SPLITS, prepare_features
+from mlassets.core.features.store import (
     CACHE,
     export_splits,
     manifest_path,
@@ -19,10 +23,6 @@ from mlassets.core.feature_store import (
     read_split,
     write_features,
 )
-from mlassets.core.features import SPLITS, prepare_features
-from mlassets.core.ingest import ingest_month
-from mlassets.core.sources import nycflights13
-from mlassets.core.store.local import LocalStore
 from tests.conftest import small_flights
 
 MONTHS = ("2013-01", "2013-02", "2013-03")
@@ -65,7 +65,7 @@ def _assert_splits_equal_a_full_rebuild(store: LocalStore, cfg: PipelineConfig, 
 
 def test_write_features_round_trip(store: LocalStore, cfg: PipelineConfig, tables) -> None:
     for month in MONTHS[:2]:
-        ingest_month(store, cfg, month, tables[month])
+        ingest_partition(store, cfg, month, tables[month])
     version = store.resolve("flights", WATCHED_BRANCH)
     raw_log = [c.id for c in store.log("flights", WATCHED_BRANCH)]
 
@@ -96,13 +96,13 @@ def test_write_features_round_trip(store: LocalStore, cfg: PipelineConfig, table
 
 def test_new_month_recomputes_only_that_month(store: LocalStore, cfg: PipelineConfig, tables, builds) -> None:
     for month in MONTHS[:2]:
-        ingest_month(store, cfg, month, tables[month])
+        ingest_partition(store, cfg, month, tables[month])
     first = write_features(store, cfg, store.resolve("flights", WATCHED_BRANCH))
     assert builds == [len(tables[m]["flights"]) for m in MONTHS[:2]]
     before = {s: read_split(store, cfg, first.data_version, s) for s in SPLITS}
     builds.clear()
 
-    version = ingest_month(store, cfg, MONTHS[2], tables[MONTHS[2]]).commit.id
+    version = ingest_partition(store, cfg, MONTHS[2], tables[MONTHS[2]]).data_version
     second = write_features(store, cfg, version)
 
     assert builds == [len(tables[MONTHS[2]]["flights"])]  # one build, of March's rows only
@@ -115,13 +115,13 @@ def test_new_month_recomputes_only_that_month(store: LocalStore, cfg: PipelineCo
 
 def test_changed_month_recomputes_only_that_month(store: LocalStore, cfg: PipelineConfig, tables, builds) -> None:
     for month in MONTHS:
-        ingest_month(store, cfg, month, tables[month])
+        ingest_partition(store, cfg, month, tables[month])
     write_features(store, cfg, store.resolve("flights", WATCHED_BRANCH))
     builds.clear()
     february = tables["2013-02"]["flights"].copy()
     february.loc[5, "arr_delay"] = february.loc[5, "arr_delay"] + 1  # a late correction of one row
 
-    version = ingest_month(store, cfg, "2013-02", {**tables["2013-02"], "flights": february}).commit.id
+    version = ingest_partition(store, cfg, "2013-02", {**tables["2013-02"], "flights": february}).data_version
     result = write_features(store, cfg, version)
 
     assert builds == [len(february)]
@@ -133,14 +133,14 @@ def test_from_scratch_and_a_new_code_version_build_every_month(
     store: LocalStore, cfg: PipelineConfig, tables, builds, monkeypatch
 ) -> None:
     for month in MONTHS[:2]:
-        ingest_month(store, cfg, month, tables[month])
+        ingest_partition(store, cfg, month, tables[month])
     version = store.resolve("flights", WATCHED_BRANCH)
     first = write_features(store, cfg, version)
     again = write_features(store, cfg, version)
     assert again.computed == [] and len(builds) == 2
     assert write_features(store, cfg, version, reuse=False).computed == list(MONTHS[:2])
     monkeypatch.setattr(features, "FEATURE_CODE_VERSION", "2")
-    monkeypatch.setattr("mlassets.core.feature_store.FEATURE_CODE_VERSION", "2")
+    monkeypatch.setattr("mlassets.core.features.store.FEATURE_CODE_VERSION", "2")
     assert write_features(store, cfg, version).computed == list(MONTHS[:2])
     assert json.loads(store.read("flights-derived", "main", manifest_path(version)))["feature_code_version"] == "2"
     assert len(builds) == 6 and first.rows == again.rows
@@ -148,7 +148,7 @@ def test_from_scratch_and_a_new_code_version_build_every_month(
 
 def test_export_splits_writes_what_read_split_reads(store: LocalStore, cfg: PipelineConfig, tables, tmp_path) -> None:
     for month in MONTHS[:2]:
-        ingest_month(store, cfg, month, tables[month])
+        ingest_partition(store, cfg, month, tables[month])
     version = store.resolve("flights", WATCHED_BRANCH)
     write_features(store, cfg, version)
     files = export_splits(store, cfg, version, tmp_path / "out", ("train", "validation"))
@@ -163,6 +163,6 @@ def test_too_few_days_names_the_empty_split(store: LocalStore, cfg: PipelineConf
     flights = tables["2013-01"]["flights"]
     few = {**tables["2013-01"], "flights": flights[flights["day"] <= 10].reset_index(drop=True)}
     assert few["flights"]["day"].nunique() == 10
-    ingest_month(store, cfg, "2013-01", few, validate=False)
+    ingest_partition(store, cfg, "2013-01", few, validate=False)
     with pytest.raises(ValueError, match="the train split is empty"):
         write_features(store, cfg, store.resolve("flights", WATCHED_BRANCH))

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import month_tables
-from mlassets.core.features import (
+from mlassets.core.data.raw import month_tables
+from mlassets.core.features.split import (
     SPLITS,
     SplitBounds,
     day_histogram,

@@ -9,9 +9,9 @@ import pytest
 
 from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig, load_config, shipped_configs
-from mlassets.core.ingest import ingest_month
-from mlassets.core.lineage_mlflow import DIGEST_CHARS, digest_of, log_data_version
-from mlassets.core.store import open_store
+from mlassets.core.data.ingest import ingest_partition
+from mlassets.core.data.mlflow_dataset import DIGEST_CHARS, digest_of, log_data_version
+from mlassets.core.data.store import open_store
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def cfg() -> PipelineConfig:
 
 def test_logged_input_names_the_data_commit(home: str, cfg: PipelineConfig) -> None:
     store = open_store()
-    commit = ingest_month(store, cfg, "2024-W01").commit.id
+    commit = ingest_partition(store, cfg, "2024-W01").data_version
     assert len(commit) == 64 and DIGEST_CHARS == 36
     tracking.configure()
     with mlflow.start_run() as run:

@@ -10,15 +10,17 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import PipelineConfig, load_config, shipped_configs
-from mlassets.core.datasets import LabelCorruption, corrupt_training_labels, month_tables, to_parquet_bytes
-from mlassets.core.feature_store import read_split, write_features
-from mlassets.core.features import SPLITS, feature_columns, local_days
-from mlassets.core.ingest import DataRejected, ingest_month
-from mlassets.core.snapshot import snapshot_version
-from mlassets.core.sources import get_source, orders
-from mlassets.core.store.local import LocalStore
-from mlassets.core.validation import validate_schema
-from mlassets.core.validation_counts import validate_target_mean, validate_target_quantiles
+from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
+from mlassets.core.data.days import local_days
+from mlassets.core.data.ingest import DataRejected, ingest_partition
+from mlassets.core.data.partition_checks import validate_target_mean, validate_target_quantiles
+from mlassets.core.data.raw import month_tables, to_parquet_bytes
+from mlassets.core.data.schema import validate_schema
+from mlassets.core.data.snapshot import snapshot_version
+from mlassets.core.data.sources import get_source, orders
+from mlassets.core.data.store.local import LocalStore
+from mlassets.core.features.split import SPLITS, feature_columns
+from mlassets.core.features.store import read_split, write_features
 
 WEEKS = ("2024-W01", "2024-W02", "2024-W03")
 
@@ -143,27 +145,27 @@ def test_store_snapshot_and_features_of_three_weeks(tmp_path: Path, cfg, late_cf
     store = LocalStore(tmp_path / "store")
     for c in (cfg, late_cfg):
         for week in WEEKS:
-            version = ingest_month(store, c, week).commit.id
+            version = ingest_partition(store, c, week).data_version
         report = snapshot_version(store, c, version)
-        assert report.passed and report.months == list(WEEKS) and report.new_partitions == [WEEKS[-1]]
-        assert report.rows_per_month == {w: len(orders.generate_week(w)) for w in WEEKS}
+        assert report.passed and report.partitions == list(WEEKS) and report.new_partitions == [WEEKS[-1]]
+        assert report.rows_per_partition == {w: len(orders.generate_week(w)) for w in WEEKS}
         fs = write_features(store, c, version)
         assert fs.computed == list(WEEKS)
         holdout = read_split(store, c, version, "holdout")
         assert set(local_days(holdout["created_at"], "UTC").dt.isocalendar().week) == {3}
         assert list(holdout.columns) == feature_columns(c) and set(SPLITS) == set(fs.rows)
-        assert fs.rows == {"train": report.rows_per_month[WEEKS[0]], "validation": report.rows_per_month[WEEKS[1]],
-                           "holdout": report.rows_per_month[WEEKS[2]]}
+        per = report.rows_per_partition
+        assert fs.rows == {"train": per[WEEKS[0]], "validation": per[WEEKS[1]], "holdout": per[WEEKS[2]]}
     assert sorted(store.list_repos()) == ["orders", "orders-derived", "orders-late", "orders-late-derived"]
 
 
 def test_broken_week_is_refused_at_ingest(tmp_path: Path, cfg, monkeypatch) -> None:
     store = LocalStore(tmp_path / "store")
-    head = ingest_month(store, cfg, "2024-W01").commit.id
+    head = ingest_partition(store, cfg, "2024-W01").data_version
     monkeypatch.setattr(orders, "BROKEN", frozenset({"2024-W02"}))
     with pytest.raises(DataRejected, match="column 'eta_minutes'"):
-        ingest_month(store, cfg, "2024-W02")
+        ingest_partition(store, cfg, "2024-W02")
     assert store.resolve("orders", "main") == head
     small = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=0.5))
     with pytest.raises(DataRejected, match=r"partition 2024-W03: \d+ rows, -4\d% vs the mean"):  # half a week
-        ingest_month(store, small, "2024-W03")
+        ingest_partition(store, small, "2024-W03")

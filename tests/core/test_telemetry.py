@@ -9,11 +9,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.synthetic import tiny_config, write_splits
-from mlassets.core.telemetry import COLUMNS, PARTS, StepLog, aggregate, read_rows, summary
-from mlassets.core.train import run_training
-from mlassets.core.train_job import TrainJob
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.process import run_training
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.telemetry import COLUMNS, PARTS, StepLog, aggregate, read_rows, summary
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
@@ -50,8 +50,8 @@ def _rows(data: tuple[Path, Path], out: Path, **faults: float) -> list[dict]:
     config = tiny_config(epochs=1, checkpoint_every_steps=3, faults=faults)
     result = run_training(TrainJob(config, str(data[0]), str(data[1]), str(out), "v1"),
                           PrintReporter(stream=io.StringIO()))
-    table = pq.read_table(Path(result["telemetry_dir"]) / "rank0.parquet").to_pylist()
-    assert len(table) == result["steps"] == 8
+    table = pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()
+    assert len(table) == result.steps == 8
     return table
 
 

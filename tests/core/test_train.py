@@ -15,11 +15,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from mlassets.core.artifact import load_bundle
 from mlassets.core.config import CONFIG_DIR, parse_config
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.synthetic import flights_like
-from mlassets.core.train import TrainJob, run_training
+from mlassets.core.train.artifact import load_bundle
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.process import read_result, run_training
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.result import TrainingResult
+from mlassets.core.train.synthetic import flights_like
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
@@ -52,34 +54,34 @@ def _job(data: tuple[Path, Path], out_dir: Path, config: dict | None = None) -> 
 
 
 @pytest.fixture(scope="module")
-def trained(data: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainJob, dict]:
+def trained(data: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainJob, TrainingResult]:
     job = _job(data, tmp_path_factory.mktemp("run1"))
     return job, run_training(job, PrintReporter())
 
 
-def test_training_beats_median_baseline(data: tuple[Path, Path], trained: tuple[TrainJob, dict]) -> None:
+def test_training_beats_median_baseline(data: tuple[Path, Path], trained: tuple[TrainJob, TrainingResult]) -> None:
     job, result = trained
     train, val = pd.read_parquet(data[0]), pd.read_parquet(data[1])
     naive = float(np.mean(np.abs(val["arr_delay"] - train["arr_delay"].median())))
-    print(f"train_seconds={result['train_seconds']} val_mae={result['val_metric']:.3f} naive={naive:.3f}")
-    assert result["val_metric"] < 0.6 * naive and (result["task"], result["val_metric_name"]) == ("regression", "mae")
-    assert [c["epoch"] for c in result["curves"]] == [1, 2, 3]
-    best = min(result["curves"], key=lambda c: c["val_metric"])
-    assert (result["best_epoch"], result["val_metric"]) == (best["epoch"], best["val_metric"])
-    assert result["n_train"] == 3000 and result["n_val"] == 1000 and result["world_size"] == 1
-    assert result["data_version"] == "v-test"
-    assert json.loads((Path(job.out_dir) / "result.json").read_text()) == result
+    print(f"train_seconds={result.train_seconds} val_mae={result.val_metric:.3f} naive={naive:.3f}")
+    assert result.val_metric < 0.6 * naive and (result.task, result.val_metric_name) == ("regression", "mae")
+    assert [c["epoch"] for c in result.curves] == [1, 2, 3]
+    best = min(result.curves, key=lambda c: c["val_metric"])
+    assert (result.best_epoch, result.val_metric) == (best["epoch"], best["val_metric"])
+    assert result.n_train == 3000 and result.n_val == 1000 and result.environment.world_size == 1
+    assert result.data_version == "v-test"
+    assert read_result(job.out_dir) == result  # the launcher's one way to learn of it
     bundle = load_bundle(Path(job.out_dir) / "model")  # the bundle holds the best epoch's weights
     pred = bundle.predict(val)
-    assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result["val_metric"], rel=1e-6)
+    assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result.val_metric, rel=1e-6)
     assert bundle.meta["data_version"] == "v-test"
 
 
-def test_two_runs_give_identical_weights(data: tuple[Path, Path], trained: tuple[TrainJob, dict],
+def test_two_runs_give_identical_weights(data: tuple[Path, Path], trained: tuple[TrainJob, TrainingResult],
                                          tmp_path: Path) -> None:
     again = run_training(_job(data, tmp_path), PrintReporter())
-    assert again["weights_sha256"] == trained[1]["weights_sha256"]
-    assert again["curves"] == trained[1]["curves"]
+    assert again.weights_sha256 == trained[1].weights_sha256
+    assert again.curves == trained[1].curves
 
 
 def _cli(job_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -89,14 +91,14 @@ def _cli(job_path: Path, env: dict[str, str] | None = None) -> subprocess.Comple
                           capture_output=True, text=True, env=env, timeout=120, cwd=job_path.parent)
 
 
-def test_cli_writes_result_and_model(data: tuple[Path, Path], trained: tuple[TrainJob, dict],
+def test_cli_writes_result_and_model(data: tuple[Path, Path], trained: tuple[TrainJob, TrainingResult],
                                      tmp_path: Path) -> None:
     job_path = _job(data, tmp_path / "out").to_json(tmp_path / "job.json")
     proc = _cli(job_path)
     assert proc.returncode == 0, proc.stderr
     assert "epoch 3/3" in proc.stderr
-    result = json.loads((tmp_path / "out" / "result.json").read_text())
-    assert result["weights_sha256"] == trained[1]["weights_sha256"]  # same bits across processes
+    result = read_result(tmp_path / "out")
+    assert result.weights_sha256 == trained[1].weights_sha256  # same bits across processes
     assert sorted(p.name for p in (tmp_path / "out" / "model").iterdir()) == [
         "MANIFEST.json", "bundle.json", "weights.pt"]
 
@@ -116,16 +118,11 @@ def test_cli_reports_through_dagster_pipes(data: tuple[Path, Path], tmp_path: Pa
     sent = [json.loads(line) for line in messages.read_text().splitlines()]
     logs = [m["params"]["message"] for m in sent if m["method"] == "log"]
     assert any("epoch 3/3" in line for line in logs)
-    (report,) = [m["params"] for m in sent if m["method"] == "report_asset_materialization"]
-    metadata = {k: v["raw_value"] for k, v in report["metadata"].items()}
-    result = json.loads((tmp_path / "out" / "result.json").read_text())
-    assert metadata["weights_sha256"] == result["weights_sha256"]
-    assert metadata["result_path"] == str((tmp_path / "out" / "result.json").resolve())
-    assert set(metadata) == {"val_metric", "val_metric_name", "best_epoch", "n_train", "n_val", "train_seconds",
-                             "weights_sha256", "model_dir", "result_path", "world_size", "steps", "attempt",
-                             "final_weights_sha256", "resumed_from_step", "checkpoints", "telemetry"}
-    assert metadata["checkpoints"] == [c["name"] for c in result["checkpoints"]]
-    assert metadata["telemetry"]["steps"] == result["steps"] == 3 * 24  # 3 epochs of ceil(3000 / 128)
+    # one path for the result: the file (Pipes carries logs, not a second copy of the result)
+    assert not [m for m in sent if m["method"] == "report_asset_materialization"]
+    result = read_result(tmp_path / "out")
+    assert any(str(tmp_path / "out" / "result.json") in line for line in logs)
+    assert result.telemetry["steps"] == result.steps == 3 * 24  # 3 epochs of ceil(3000 / 128)
 
 
 def test_missing_feature_column_is_named(data: tuple[Path, Path], tmp_path: Path) -> None:
@@ -150,9 +147,9 @@ def test_cli_takes_a_config_file_instead_of_a_job(data: tuple[Path, Path], tmp_p
     proc = subprocess.run(command, capture_output=True, text=True, env={**base, "PYTHONPATH": str(REPO)},
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    result = json.loads((tmp_path / "out" / "result.json").read_text())
-    assert result["data_version"] == "local" and [c["epoch"] for c in result["curves"]] == [1, 2, 3, 4]
-    assert result["checkpoints"][-1]["name"] == f"step-{result['steps']:09d}"
+    result = read_result(tmp_path / "out")
+    assert result.data_version == "local" and [c["epoch"] for c in result.curves] == [1, 2, 3, 4]
+    assert result.checkpoints[-1]["name"] == f"step-{result.steps:09d}"
     proc = subprocess.run(command[:5], capture_output=True, text=True, env={**base, "PYTHONPATH": str(REPO)},
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 2 and "give --job, or all of --config" in proc.stderr

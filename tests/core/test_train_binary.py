@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core.artifact import BUNDLE, load_bundle, save_bundle
-from mlassets.core.calibration import binary_metrics
 from mlassets.core.config import PipelineConfig, load_config, shipped_configs
-from mlassets.core.datasets import month_tables
-from mlassets.core.features import prepare_features
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.train import TrainJob, run_training
+from mlassets.core.data.raw import month_tables
+from mlassets.core.evaluate.calibration import binary_metrics
+from mlassets.core.features.split import prepare_features
+from mlassets.core.train.artifact import BUNDLE, load_bundle, save_bundle
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.process import run_training
+from mlassets.core.train.reporting import PrintReporter
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 WEEKS = ("2024-W01", "2024-W02", "2024-W03")  # train, validation, holdout (7 days each)
@@ -61,14 +62,14 @@ def _logloss(y: np.ndarray, p: np.ndarray) -> float:
 
 def test_binary_training_beats_the_base_rate_and_reports_log_loss(splits, trained) -> None:
     out, result = trained
-    assert (result["task"], result["val_metric_name"]) == ("binary", "logloss")
+    assert (result.task, result.val_metric_name) == ("binary", "logloss")
     train, val = pd.read_parquet(splits["train"]), pd.read_parquet(splits["validation"])
     y = val["late"].to_numpy(dtype=float)
     base = _logloss(y, np.full(len(y), train["late"].mean()))
-    print(f"val logloss {result['val_metric']:.4f}, base rate {base:.4f}")
-    assert result["val_metric"] < 0.9 * base
-    assert [c["epoch"] for c in result["curves"]] == [1, 2, 3, 4]
-    assert result["val_metric"] == min(c["val_metric"] for c in result["curves"])
+    print(f"val logloss {result.val_metric:.4f}, base rate {base:.4f}")
+    assert result.val_metric < 0.9 * base
+    assert [c["epoch"] for c in result.curves] == [1, 2, 3, 4]
+    assert result.val_metric == min(c["val_metric"] for c in result.curves)
 
 
 def test_the_bundle_gives_probabilities_that_score_as_in_training(splits, trained) -> None:
@@ -80,7 +81,7 @@ def test_the_bundle_gives_probabilities_that_score_as_in_training(splits, traine
     prob = bundle.predict(val)
     assert prob.dtype == np.float64 and ((prob > 0) & (prob < 1)).all()
     y = val["late"].to_numpy(dtype=float)
-    assert _logloss(y, prob) == pytest.approx(result["val_metric"], rel=1e-6)
+    assert _logloss(y, prob) == pytest.approx(result.val_metric, rel=1e-6)
     holdout = pd.read_parquet(splits["holdout"])
     metrics = binary_metrics(holdout["late"], bundle.predict(holdout))
     print(f"holdout: {metrics}")

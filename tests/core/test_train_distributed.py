@@ -14,13 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from mlassets.core.candidates import train_command
-from mlassets.core.checkpoint import read_metadata
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.synthetic import tiny_config, write_splits
-from mlassets.core.telemetry import PARTS
-from mlassets.core.train import CRASH_EXIT, run_training
-from mlassets.core.train_job import TrainJob
+from mlassets.core.train.checkpoint import read_metadata
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.launch import train_command
+from mlassets.core.train.process import CRASH_EXIT, read_result, run_training
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.result import TrainingResult
+from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.telemetry import PARTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[2]
@@ -43,10 +44,8 @@ def _run(job_path: Path, nproc: int = 2) -> subprocess.CompletedProcess[str]:
     return subprocess.run(train_command(nproc, job_path), capture_output=True, text=True, env=_env(), timeout=300)
 
 
-def _result(out: Path) -> dict:
-    import json
-
-    return json.loads((out / "result.json").read_text())
+def _result(out: Path) -> TrainingResult:
+    return read_result(out)
 
 
 def _weights(out: Path) -> dict[str, torch.Tensor]:
@@ -79,8 +78,8 @@ def test_one_and_two_ranks_with_the_same_global_batch_agree(reference: Path, sin
     assert sorted(one) == sorted(two)
     for name in one:
         assert torch.allclose(one[name], two[name], rtol=1e-5), name
-    assert _result(reference)["world_size"] == 2 and _result(single)["world_size"] == 1
-    for a, b in zip(_result(single)["curves"], _result(reference)["curves"], strict=True):
+    assert _result(reference).environment.world_size == 2 and _result(single).environment.world_size == 1
+    for a, b in zip(_result(single).curves, _result(reference).curves, strict=True):
         assert a["val_metric"] == pytest.approx(b["val_metric"], rel=1e-5)
 
 
@@ -90,9 +89,9 @@ def test_torchrun_with_one_rank_joins_a_process_group_and_trains_the_same_weight
     proc = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = _result(tmp_path)
-    assert result["world_size"] == 1 and result["sharding"] == "ddp"  # a plain process reports "none"
-    assert _result(single)["sharding"] == "none"
-    assert result["final_weights_sha256"] == _result(single)["final_weights_sha256"]
+    assert result.environment.world_size == 1 and result.sharding == "ddp"  # a plain process reports "none"
+    assert _result(single).sharding == "none"
+    assert result.final_weights_sha256 == _result(single).final_weights_sha256
 
 
 def _telemetry(out: Path) -> dict[int, list[dict]]:
@@ -105,7 +104,7 @@ def test_each_rank_logs_every_step_and_the_parts_cover_it(reference: Path) -> No
         for row in rows:
             assert 0.9 <= sum(row[p] for p in PARTS) / row["t_step"] <= 1.0 + 1e-9, row
         assert statistics.median(r["t_sync"] for r in rows) > 0
-    summary = _result(reference)["telemetry"]
+    summary = _result(reference).telemetry
     assert summary["ranks"] == 2 and 0.9 <= summary["share_covered"] <= 1.0
 
 
@@ -117,7 +116,7 @@ def test_loader_and_allreduce_delays_show_on_every_rank(data, reference: Path, t
         for part in ("t_data_wait", "t_sync"):
             delta = statistics.median(r[part] for r in slow[rank]) - statistics.median(r[part] for r in base[rank])
             assert delta >= 0.040, (rank, part, delta)
-    assert _result(tmp_path)["final_weights_sha256"] == _result(reference)["final_weights_sha256"]
+    assert _result(tmp_path).final_weights_sha256 == _result(reference).final_weights_sha256
 
 
 def test_crashes_at_three_steps_resume_to_identical_weights(data, reference: Path, tmp_path: Path) -> None:
@@ -130,9 +129,9 @@ def test_crashes_at_three_steps_resume_to_identical_weights(data, reference: Pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "resumed from checkpoint" in proc.stderr
     result = _result(tmp_path)
-    assert result["attempt"] == 4 and result["resumed_from_step"] in (8, 12)
-    assert result["final_weights_sha256"] == _result(reference)["final_weights_sha256"]
-    assert result["weights_sha256"] == _result(reference)["weights_sha256"]
+    assert result.attempt == 4 and result.resumed_from_step in (8, 12)
+    assert result.final_weights_sha256 == _result(reference).final_weights_sha256
+    assert result.weights_sha256 == _result(reference).weights_sha256
 
 
 def _kill_after_first_checkpoint(job_path: Path, nproc: int) -> None:
@@ -157,7 +156,7 @@ def test_sigkill_resumes_to_identical_weights(data, reference: Path, single: Pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "resumed from checkpoint step-" in proc.stderr
     expected = _result(reference if nproc == 2 else single)
-    assert _result(tmp_path)["final_weights_sha256"] == expected["final_weights_sha256"]
+    assert _result(tmp_path).final_weights_sha256 == expected.final_weights_sha256
 
 
 def test_a_stuck_rank_fails_the_run_within_the_collective_timeout(data, tmp_path: Path) -> None:
@@ -177,8 +176,8 @@ def test_fsdp_writes_sharded_checkpoints_and_resumes(data, reference: Path, tmp_
     proc = _run(_job(data, tmp_path, sharding="fsdp"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = _result(tmp_path)
-    assert result["sharding"] == "fsdp" and result["resumed_from_step"] == 8
-    metadata = read_metadata(Path(result["final_checkpoint"]) / ".metadata")
+    assert result.sharding == "fsdp" and result.resumed_from_step == 8
+    metadata = read_metadata(Path(result.final_checkpoint) / ".metadata")
     chunks = metadata.state_dict_metadata["model.mlp.0.weight"].chunks
     assert len(chunks) == 2  # each rank holds half of the layer
     one, two = _weights(tmp_path), _weights(reference)
@@ -187,4 +186,4 @@ def test_fsdp_writes_sharded_checkpoints_and_resumes(data, reference: Path, tmp_
     uninterrupted = tmp_path / "uninterrupted"
     proc = _run(_job(data, uninterrupted, sharding="fsdp"))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _result(uninterrupted)["final_weights_sha256"] == result["final_weights_sha256"]
+    assert _result(uninterrupted).final_weights_sha256 == result.final_weights_sha256

@@ -12,12 +12,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from mlassets.core.candidates import train_command
-from mlassets.core.faults import InjectedCrash
-from mlassets.core.reporting import PrintReporter
-from mlassets.core.synthetic import tiny_config, write_splits
-from mlassets.core.train import run_training
-from mlassets.core.train_job import TrainJob
+from mlassets.core.train.faults import InjectedCrash
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.launch import train_command
+from mlassets.core.train.process import run_training
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.synthetic import tiny_config, write_splits
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[2]
@@ -32,20 +32,20 @@ def _train(data: tuple[Path, Path], out: Path, **training: object) -> dict:
 def test_gpu_training_resumes_exactly_and_samples_the_gpu(tmp_path: Path) -> None:
     data = write_splits(tmp_path / "data", 1000, 300)
     reference = _train(data, tmp_path / "reference")
-    assert reference["device"].startswith("cuda")
-    rows = pq.read_table(Path(reference["telemetry_dir"]) / "rank0.parquet").to_pylist()
+    assert reference.device.startswith("cuda")
+    rows = pq.read_table(Path(reference.telemetry_dir) / "rank0.parquet").to_pylist()
     assert all(r["gpu_mem_mb"] > 0 for r in rows)
     with pytest.raises(InjectedCrash):
         _train(data, tmp_path / "run", faults={"crash_at_step": 12})
     resumed = _train(data, tmp_path / "run")
     assert resumed["resumed_from_step"] == 8
-    assert resumed["final_weights_sha256"] == reference["final_weights_sha256"]
+    assert resumed["final_weights_sha256"] == reference.final_weights_sha256
 
 
 def test_bf16_autocast_trains(tmp_path: Path) -> None:
     data = write_splits(tmp_path / "data", 1000, 300)
     result = _train(data, tmp_path / "bf16", precision="bf16")
-    assert result["precision"] == "bf16" and result["val_metric"] < 20
+    assert result.precision == "bf16" and result.val_metric < 20
 
 
 def test_gpu_check_script_runs() -> None:
@@ -72,7 +72,7 @@ def test_nccl_process_group_resumes_exactly(tmp_path: Path, sharding: str) -> No
     proc = _torchrun(data, tmp_path / "reference", sharding=sharding)
     assert proc.returncode == 0, proc.stderr[-3000:]
     reference = json.loads((tmp_path / "reference" / "result.json").read_text())
-    assert reference["sharding"] == sharding and reference["device"].startswith("cuda")
+    assert reference.sharding == sharding and reference.device.startswith("cuda")
     rows = pq.read_table(tmp_path / "reference" / "telemetry" / "rank0.parquet").to_pylist()
     if sharding == "ddp":  # the NCCL all-reduce is timed with CUDA events
         assert all(r["t_sync"] > 0 for r in rows)
@@ -82,4 +82,4 @@ def test_nccl_process_group_resumes_exactly(tmp_path: Path, sharding: str) -> No
     assert proc.returncode == 0, proc.stderr[-3000:]
     resumed = json.loads((tmp_path / "run" / "result.json").read_text())
     assert resumed["resumed_from_step"] == 8
-    assert resumed["final_weights_sha256"] == reference["final_weights_sha256"]
+    assert resumed["final_weights_sha256"] == reference.final_weights_sha256

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import ColumnSpec, ConfigError, PipelineConfig, load_config, shipped_configs
-from mlassets.core.datasets import month_tables
-from mlassets.core.validation import CheckOutcome, build_schema, validate_min_rows, validate_schema
+from mlassets.core.data.raw import month_tables
+from mlassets.core.data.schema import CheckOutcome, build_schema, validate_min_rows, validate_schema
 
 MONTH = "2013-01"
 

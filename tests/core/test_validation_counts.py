@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from mlassets.core.config import ConfigError, DatasetConfig, load_config, parse_config, shipped_configs
-from mlassets.core.validation_counts import validate_row_change, validate_target_mean, validate_target_quantiles
+from mlassets.core.data.partition_checks import validate_row_change, validate_target_mean, validate_target_quantiles
 
 
 @pytest.fixture(scope="module")

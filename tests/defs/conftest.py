@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import dagster as dg
 import pytest
 
-from mlassets.core import registry, tracking
+from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig
+from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
 from mlassets.demo import VersionRow, ingest, run_pipeline
 from mlassets.instance import get_instance
@@ -38,7 +39,7 @@ def demo(tmp_path_factory) -> Demo:
         defs, instance = build_definitions([cfg]), get_instance()
         rows, champions = [], []
         for month, broken in (("2013-01", None), ("2013-02", None), ("2013-03", BROKEN)):
-            version = ingest(defs, instance, cfg, month, *(broken or ("", 0.0)))
+            version = ingest(defs, instance, cfg, month, *(broken or ("", 0.0))).data_version
             rows.append(run_pipeline(defs, instance, cfg, month, version))
             tracking.configure()
             champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)

@@ -8,9 +8,9 @@ import mlflow
 import pytest
 
 from mlassets.core import tracking
-from mlassets.core.datasets import month_tables
-from mlassets.core.ingest import ingest_month
-from mlassets.core.store import open_store
+from mlassets.core.data.ingest import ingest_partition
+from mlassets.core.data.raw import month_tables
+from mlassets.core.data.store import open_store
 from mlassets.definitions import build_definitions
 from mlassets.demo import run_pipeline
 from mlassets.instance import get_instance
@@ -26,20 +26,21 @@ def test_schema_invalid_month_is_blocked_before_features(home):
     tables = month_tables(cfg, "2013-01")
     flights = tables["flights"].copy()
     flights.loc[7, "origin"] = "XXX"
-    commit = ingest_month(open_store(), cfg, "2013-01", {**tables, "flights": flights}, validate=False).commit
-    instance.add_dynamic_partitions("flights_data_versions", [commit.id])
+    bad = {**tables, "flights": flights}
+    version = ingest_partition(open_store(), cfg, "2013-01", bad, validate=False).data_version
+    instance.add_dynamic_partitions("flights_data_versions", [version])
 
-    row = run_pipeline(defs, instance, cfg, "2013-01", commit.id)
+    row = run_pipeline(defs, instance, cfg, "2013-01", version)
 
     assert row.decision == "invalid data" and not row.success
     assert any("'origin'" in r and "XXX" in r for r in row.reasons), row.reasons
     snapshot = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", "snapshot"]), asset_partitions=[commit.id]), limit=1
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", "snapshot"]), asset_partitions=[version]), limit=1
     ).records
-    assert snapshot[0].asset_materialization.metadata["data_commit"].value == commit.id
+    assert snapshot[0].asset_materialization.metadata["data_commit"].value == version
     for name in DOWNSTREAM:
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", name]), asset_partitions=[commit.id]), limit=1
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", name]), asset_partitions=[version]), limit=1
         ).records
         assert not records, f"{name} materialized from invalid data"
     tracking.configure()

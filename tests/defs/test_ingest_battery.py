@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core import registry, tracking
+from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig
-from mlassets.core.datasets import WATCHED_BRANCH, month_tables, raw_repo
-from mlassets.core.store import VersionedStore, open_store
+from mlassets.core.data.raw import WATCHED_BRANCH, month_tables, raw_repo
+from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
 from mlassets.defs.factory import ingest_job_name
 from mlassets.defs.keys import DatasetKeys
@@ -49,7 +50,7 @@ def stack(tmp_path_factory) -> Stack:
         defs, instance = build_definitions([cfg]), get_instance()
         version = ""
         for month in ("2013-01", "2013-02"):
-            version = ingest(defs, instance, cfg, month)
+            version = ingest(defs, instance, cfg, month).data_version
         assert run_pipeline(defs, instance, cfg, "2013-02", version).decision == "pass"
         yield Stack(cfg, defs, instance, open_store(), month_tables(cfg, MONTH), home / "bad")
         instance.dispose()

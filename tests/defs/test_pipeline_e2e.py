@@ -12,10 +12,11 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlassets.core import lineage, registry, tracking
-from mlassets.core.datasets import month_tables
-from mlassets.core.features import feature_columns
-from mlassets.core.sources import get_source
+from mlassets.core import lineage, tracking
+from mlassets.core.data.raw import month_tables
+from mlassets.core.data.sources import get_source
+from mlassets.core.features.split import feature_columns
+from mlassets.core.registry import versions as registry
 from tests.defs.conftest import Demo
 
 pytestmark = pytest.mark.e2e

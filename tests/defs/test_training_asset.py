@@ -9,11 +9,15 @@ import dagster as dg
 import mlflow
 import pytest
 
-from mlassets.core import candidates, tracking
+from mlassets.core import paths, tracking
 from mlassets.core.config import parse_config
-from mlassets.core.datasets import derived_repo, raw_repo
-from mlassets.core.store import open_store
-from mlassets.core.synthetic import tiny_config, write_splits
+from mlassets.core.data.raw import derived_repo, raw_repo
+from mlassets.core.data.store import open_store
+from mlassets.core.features.store import FeatureSet
+from mlassets.core.records import RecordFiles
+from mlassets.core.train import launch as candidates
+from mlassets.core.train.result import Candidate
+from mlassets.core.train.synthetic import tiny_config, write_splits
 from mlassets.defs import training
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import default_resources
@@ -35,9 +39,15 @@ def _materialize(**train: object) -> tuple[dg.ExecuteInProcessResult, dg.Dagster
     store.create_repo(raw_repo(cfg), default_branch="main")
     version = store.commit(raw_repo(cfg), "main", {"raw/flights/2013-01.parquet": b"synthetic"}, "synthetic").id
     instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(f"{cfg.dataset.name}_data_versions", [version])
-    result = dg.materialize(training.build(cfg, DatasetKeys.of(cfg)), partition_key=version, instance=instance,
-                            resources=default_resources(), raise_on_error=False)
+    versions = dg.DynamicPartitionsDefinition(name=f"{cfg.dataset.name}_data_versions")
+    instance.add_dynamic_partitions(versions.name, [version])
+    keys = DatasetKeys.of(cfg)
+    features = FeatureSet(data_version=version, commit="synthetic", rows={"train": 1000, "validation": 300},
+                          manifest_uri="synthetic")  # the upstream record, built by hand
+    RecordFiles(paths.records_root()).write(keys.features.path, version, features)
+    assets = [*training.build(cfg, keys), dg.SourceAsset(keys.features, partitions_def=versions)]
+    result = dg.materialize(assets, partition_key=version, instance=instance, resources=default_resources(),
+                            raise_on_error=False)
     return result, instance, version
 
 
@@ -68,10 +78,15 @@ def test_two_ranks_through_pipes_crash_retry_resume(home: str) -> None:
                                    prefix=f"checkpoints/{version}/")
     assert any(p.endswith("/final/MANIFEST.json") for p in committed)
     assert any(p.endswith("/best/.metadata") for p in committed)
-    assert model["world_size"].value == "2" and model["checkpoints"].value == [c["name"] for c in listed]
-    assert 0.9 <= model["telemetry"].value["share_covered"] <= 1.0 and model["telemetry_median_step_ms"].value > 0
+    candidate = RecordFiles(paths.records_root()).read(["flights", "candidate_model"], version, Candidate)
+    result_ = candidate.training  # the record the evaluation receives
+    assert result_.environment.world_size == 2 and result_.checkpoint_names() == [c["name"] for c in listed]
+    assert (result_.attempt, result_.resumed_from_step) == (2, 8)
+    assert candidate.provenance.data_commit == version and candidate.provenance.store_backend == "local"
+    assert 0.9 <= result_.telemetry["share_covered"] <= 1.0 and model["telemetry_median_step_ms"].value > 0
+    assert model["checkpoints"].value == result_.checkpoint_names()
     tracking.configure()
-    logged = mlflow.get_run(model["mlflow_run_id"].value).data.metrics
+    logged = mlflow.get_run(candidate.provenance.mlflow_run_id).data.metrics
     assert {"train_loss", "val_mae", "best_val_mae", "telemetry/median_step_ms"} <= set(logged)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mlassets.core.store import VersionedStore
-from mlassets.core.store.local import LocalStore
+from mlassets.core.data.store import VersionedStore
+from mlassets.core.data.store.local import LocalStore
 from tests.core.store import fake_lakefs
 
 # Backend name -> factory(tmp_path). Adding a backend to the contract suite is one line here.

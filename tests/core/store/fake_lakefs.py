@@ -1,24 +1,27 @@
-"""A fake lakeFS HTTP server on 127.0.0.1 that answers only what lakeFS's OpenAPI spec allows.
+"""A fake lakeFS HTTP server on 127.0.0.1 that answers only what lakeFS's API contract allows.
 
-Every request is validated against ``../shared/lakefs/swagger.yml`` with ``openapi-core`` (parameters,
-bodies, security) before it is served: an invalid one gets 400 (401 without valid credentials) and is
-recorded in ``rejected``. Every response is validated before it is sent: one the spec does not allow is
-replaced by a 500 and recorded in ``violations``. The test suite asserts both lists stay empty, so the
-``lakefs`` SDK, driven by ``LakeFSStore``, talks to this server exactly as it may talk to a real one.
-The operations served are ``fake_lakefs_api.ROUTES``; their semantics live in ``fake_lakefs_model``.
+Every request is checked against the contract before it is served: an invalid one gets 400 (401 without
+credentials) and is recorded in ``rejected``. Every response is checked before it is sent: one the contract
+does not allow is replaced by a 500 and recorded in ``violations``. The test suite asserts both lists stay
+empty, so the ``lakefs`` SDK, driven by ``LakeFSStore``, talks to this server exactly as it may talk to a real
+one. The contract is lakeFS's OpenAPI spec, checked with ``openapi-core`` (``SpecContract``: parameters,
+bodies, security), where the spec file is present (``$MLASSETS_LAKEFS_SPEC``, by default
+``../shared/lakefs/swagger.yml``); elsewhere it is the models ``lakefs_sdk`` generated from that spec
+(``fake_lakefs_sdk_check.SdkContract``), so the suite runs wherever the project installs. The operations
+served are ``fake_lakefs_api.ROUTES``; their semantics live in ``fake_lakefs_model``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 from collections import Counter
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import pytest
 from openapi_core import OpenAPI
 from openapi_core.contrib.werkzeug import WerkzeugOpenAPIRequest, WerkzeugOpenAPIResponse
 from openapi_core.exceptions import OpenAPIError
@@ -29,20 +32,75 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from mlassets.core.store.lakefs import LakeFSStore
+from mlassets.core.data.store.lakefs import LakeFSStore
 from tests.core.store.fake_lakefs_api import ROUTES
 from tests.core.store.fake_lakefs_model import LakeFSError, Model
+from tests.core.store.fake_lakefs_sdk_check import SdkContract
+from tests.core.store.fake_lakefs_util import ContractError, NotAnOperation, Unauthenticated
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-SPEC = PROJECT_ROOT.parent / "shared" / "lakefs" / "swagger.yml"
+DEFAULT_SPEC = PROJECT_ROOT.parent / "shared" / "lakefs" / "swagger.yml"
+SPEC_ENV = "MLASSETS_LAKEFS_SPEC"
 BASE = "/api/v1"
 ACCESS_KEY_ID = "AKIAIOSFODNN7FAKELFS"
 SECRET_ACCESS_KEY = "fake-lakefs-secret-never-logged-0123456789"
 
 
+def spec_path() -> Path:
+    """Where lakeFS's OpenAPI spec is looked for: ``$MLASSETS_LAKEFS_SPEC`` if set (and not empty), else the default."""
+    return Path(os.environ.get(SPEC_ENV) or DEFAULT_SPEC)
+
+
+class Contract(Protocol):
+    """What the fake checks requests and responses against; raises ``ContractError`` (or a subclass)."""
+
+    name: str
+
+    def has_operation(self, method: str, template: str) -> bool: ...
+
+    def check_request(self, request: Request) -> None: ...
+
+    def check_response(self, request: Request, response: Response) -> None: ...
+
+
 @cache
-def openapi(spec: Path = SPEC) -> OpenAPI:
+def openapi(spec: Path) -> OpenAPI:
     return OpenAPI.from_file_path(str(spec))
+
+
+class SpecContract:
+    """lakeFS's OpenAPI spec, checked with ``openapi-core`` (the stricter check: every schema, pattern, header)."""
+
+    name = "spec"
+
+    def __init__(self, spec: Path) -> None:
+        self.openapi = openapi(spec)
+
+    def has_operation(self, method: str, template: str) -> bool:
+        paths = self.openapi.spec / "paths"
+        return template in paths and method.lower() in paths / template
+
+    def check_request(self, request: Request) -> None:
+        try:
+            self.openapi.validate_request(WerkzeugOpenAPIRequest(request))
+        except PathError as exc:
+            raise NotAnOperation(str(exc)) from exc
+        except SecurityValidationError as exc:
+            raise Unauthenticated(str(exc)) from exc
+        except OpenAPIError as exc:
+            raise ContractError(str(exc)) from exc
+
+    def check_response(self, request: Request, response: Response) -> None:
+        try:
+            self.openapi.validate_response(WerkzeugOpenAPIRequest(request), WerkzeugOpenAPIResponse(response))
+        except OpenAPIError as exc:
+            raise ContractError(str(exc)) from exc
+
+
+def load_contract(spec: Path | None = None) -> Contract:
+    """The spec's contract if the spec file (default: ``spec_path()``) exists, else the SDK models' contract."""
+    spec = spec_path() if spec is None else spec
+    return SpecContract(spec) if spec.is_file() else SdkContract(BASE)
 
 
 def error(status: int, message: str) -> Response:
@@ -57,9 +115,9 @@ class _Quiet(WSGIRequestHandler):
 class FakeLakeFS:
     """The server: ``url``, credentials, and what it refused (``rejected``, ``violations``) and served."""
 
-    def __init__(self, spec: Path = SPEC, access_key_id: str = ACCESS_KEY_ID,
+    def __init__(self, contract: Contract | None = None, access_key_id: str = ACCESS_KEY_ID,
                  secret_access_key: str = SECRET_ACCESS_KEY) -> None:
-        self.openapi = openapi(spec)
+        self.contract = load_contract() if contract is None else contract
         self.model = Model()
         self.credentials = (access_key_id, secret_access_key)
         self.rejected: list[str] = []
@@ -97,25 +155,25 @@ class FakeLakeFS:
         return self.respond(Request(environ))(environ, start_response)
 
     def respond(self, request: Request) -> Response:
-        oreq = WerkzeugOpenAPIRequest(request)
         what = f"{request.method} {request.full_path.rstrip('?')}"
+        api = f"the lakeFS API ({self.contract.name})"
         try:
-            self.openapi.validate_request(oreq)
-        except PathError as exc:  # nothing in the spec to validate a response against
+            self.contract.check_request(request)
+        except NotAnOperation as exc:  # nothing to check a response against
             self.rejected.append(f"{what}: {exc}")
-            return error(400, f"not an operation of the lakeFS API: {exc}")
-        except SecurityValidationError as exc:
+            return error(400, f"not an operation of {api}: {exc}")
+        except Unauthenticated as exc:
             response = error(401, f"error authenticating request: {exc}")
-        except OpenAPIError as exc:
+        except ContractError as exc:
             self.rejected.append(f"{what}: {exc}")
-            response = error(400, f"request does not follow the lakeFS API spec: {exc}")
+            response = error(400, f"request does not follow {api}: {exc}")
         else:
             response = self.dispatch(request)
         try:
-            self.openapi.validate_response(oreq, WerkzeugOpenAPIResponse(response))
-        except OpenAPIError as exc:
+            self.contract.check_response(request, response)
+        except ContractError as exc:
             self.violations.append(f"{what} -> {response.status_code}: {exc}")
-            return error(500, f"fake lakeFS refused to send a response its spec does not allow: {exc}")
+            return error(500, f"fake lakeFS refused to send a response {api} does not allow: {exc}")
         return response
 
     def authorized(self, request: Request) -> bool:
@@ -159,10 +217,8 @@ def running() -> FakeLakeFS | None:
 
 
 def shared() -> FakeLakeFS:
-    """The one fake server of this test process (started on first use); skips without the spec."""
+    """The one fake server of this test process (started on first use), checked by ``load_contract()``."""
     global _shared
-    if not SPEC.is_file():
-        pytest.skip(f"lakeFS contract checks need lakeFS's OpenAPI spec at {SPEC} (see ../shared/lakefs/README.md)")
     with _shared_lock:
         if _shared is None:
             _shared = FakeLakeFS()

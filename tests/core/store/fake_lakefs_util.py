@@ -1,4 +1,4 @@
-"""Request parsing and lakeFS pagination shared by the fake lakeFS's handlers."""
+"""Request parsing and lakeFS pagination shared by the fake lakeFS's handlers; the errors of its contract checks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from werkzeug.wrappers import Request
+
+
+class ContractError(Exception):
+    """A request or response the lakeFS API does not allow (raised by both of the fake's contract checks)."""
+
+
+class NotAnOperation(ContractError):
+    """A request for no operation of the lakeFS API (so there is nothing to check its response against)."""
+
+
+class Unauthenticated(ContractError):
+    """A request without credentials of a security scheme its operation accepts (lakeFS answers 401)."""
 
 
 def flag(req: Request, name: str, default: bool = False) -> bool:

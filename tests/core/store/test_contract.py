@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mlassets.core.store import Change, Commit, Conflict, NotFound, VersionedStore
+from mlassets.core.data.store import Change, Commit, Conflict, NotFound, VersionedStore
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 

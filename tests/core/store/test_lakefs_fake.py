@@ -1,5 +1,9 @@
-"""The fake lakeFS itself: it serves only spec operations, refuses what the spec forbids both ways, and
-behaves like lakeFS where the store relies on it. Also: the lakeFS backend's configuration and secrets."""
+"""The fake lakeFS itself: it serves only API operations, refuses what its contract forbids both ways, and
+behaves like lakeFS where the store relies on it. Also: the lakeFS backend's configuration and secrets.
+
+The server tests run once per contract available here: the ``lakefs_sdk`` models' always, lakeFS's spec
+where ``spec_path()`` exists; the contract suite itself uses ``fake_lakefs.shared()``'s one.
+"""
 
 from __future__ import annotations
 
@@ -13,17 +17,18 @@ import lakefs_sdk
 import pytest
 import urllib3
 
-from mlassets.core.store import StoreError, open_store
-from mlassets.core.store.lakefs import LakeFSStore
+from mlassets.core.data.store import StoreError, open_store
+from mlassets.core.data.store.lakefs import LakeFSStore
 from tests.core.store import fake_lakefs, fake_lakefs_api
-from tests.core.store.fake_lakefs import BASE, SPEC, FakeLakeFS
+from tests.core.store.fake_lakefs import BASE, FakeLakeFS, SpecContract, spec_path
+from tests.core.store.fake_lakefs_sdk_check import SdkContract
+
+CONTRACTS = ["sdk", "spec"] if spec_path().is_file() else ["sdk"]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLakeFS]:
-    if not SPEC.is_file():
-        pytest.skip(f"lakeFS contract checks need lakeFS's OpenAPI spec at {SPEC}")
-    srv = FakeLakeFS()
+@pytest.fixture(scope="module", params=CONTRACTS)
+def server(request: pytest.FixtureRequest) -> Iterator[FakeLakeFS]:
+    srv = FakeLakeFS(SpecContract(spec_path()) if request.param == "spec" else SdkContract(BASE))
     yield srv
     srv.stop()
 
@@ -39,24 +44,26 @@ def call(server: FakeLakeFS, method: str, path: str, body: object = None, auth: 
     return resp.status, (resp.json() if resp.data else {})
 
 
-def test_every_route_is_an_operation_of_the_spec(server: FakeLakeFS) -> None:
-    paths = server.openapi.spec / "paths"
+def test_every_route_is_an_operation_of_the_contract(server: FakeLakeFS) -> None:
     for method, template, _ in fake_lakefs_api.ROUTES:
-        assert template in paths and method.lower() in paths / template, f"{method} {template} is not in the API"
+        assert server.contract.has_operation(method, template), f"{method} {template} is not in the API"
+    assert not server.contract.has_operation("GET", "/repositories/{repository}/no-such-operation")
 
 
-def test_request_the_spec_forbids_gets_400_and_is_recorded(server: FakeLakeFS) -> None:
+def test_request_the_contract_forbids_gets_400_and_is_recorded(server: FakeLakeFS) -> None:
     status, body = call(server, "POST", "/repositories", {"name": "Bad_Name", "storage_namespace": "local://x"})
-    assert status == 400 and "does not match" in body["message"]
-    status, body = call(server, "GET", "/repositories?amount=5000")  # above the spec's maximum of 1000
+    assert status == 400 and "[a-z0-9-]{2,62}" in body["message"]  # the pattern of a repository name
+    status, body = call(server, "GET", "/repositories?amount=5000")  # above the API's maximum of 1000
     assert status == 400 and "amount" in body["message"]
     status, body = call(server, "POST", "/repositories/abc/branches/main/commits", {"metadata": {}})
-    assert status == 400 and "message" in body["message"]  # CommitCreation requires a message
+    assert status == 400 and "message" in body["message"].split(": ", 1)[1]  # CommitCreation requires a message
+    status, body = call(server, "POST", "/repositories/abc/tags", {"id": "v1", "ref": 7})  # ref must be a string
+    assert status == 400 and "ref" in body["message"].split(": ", 1)[1]
     status, body = call(server, "GET", "/no/such/operation")
     assert status == 400 and "not an operation" in body["message"]
     problems = server.take_problems()
-    assert len(problems) == 4 and all(p.startswith("request rejected") for p in problems)
-    assert "Bad_Name" in problems[0]
+    assert len(problems) == 5 and all(p.startswith("request rejected") for p in problems)
+    assert problems[0].startswith(f"request rejected: POST {BASE}/repositories: ")
 
 
 def test_missing_or_wrong_credentials_get_401(server: FakeLakeFS) -> None:
@@ -66,7 +73,8 @@ def test_missing_or_wrong_credentials_get_401(server: FakeLakeFS) -> None:
     assert server.take_problems() == []
 
 
-def test_response_the_spec_forbids_is_refused_with_500(server: FakeLakeFS, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_response_the_contract_forbids_is_refused_with_500(server: FakeLakeFS,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     assert call(server, "POST", "/repositories", {"name": "refused", "storage_namespace": "local://refused"})[0] == 201
     monkeypatch.setattr(fake_lakefs_api, "repo_json", lambda r: {"id": r.name})  # drops required fields
     status, body = call(server, "GET", "/repositories/refused")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mlassets.core.store import _local_db
-from mlassets.core.store.local import LocalStore
+from mlassets.core.data.store import _local_db
+from mlassets.core.data.store.local import LocalStore
 
 
 class Crash(RuntimeError):

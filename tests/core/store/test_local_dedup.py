@@ -6,8 +6,8 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from mlassets.core.store import open_store
-from mlassets.core.store.local import LocalStore
+from mlassets.core.data.store import open_store
+from mlassets.core.data.store.local import LocalStore
 
 
 def _object_files(root: Path) -> list[Path]:

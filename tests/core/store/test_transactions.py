@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mlassets.core.store import Change, Conflict, InvalidName, NotFound, StoreError, VersionedStore
+from mlassets.core.data.store import Change, Conflict, InvalidName, NotFound, StoreError, VersionedStore
 
 
 class Boom(Exception):

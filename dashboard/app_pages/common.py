@@ -1,0 +1,40 @@
+"""UI pieces shared by the pages: the training-run picker and the run's links."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data
+from mlassets.core.diagnose.runs import RunDir
+
+
+def pick_run(key: str) -> RunDir | None:
+    """Dataset -> data version -> run; ``?run=<run id>`` preselects. None (and a note) when nothing is recorded."""
+    runs = data.training_runs()
+    if not runs:
+        st.info(f"Nothing recorded yet: no training run with step telemetry under {data.home() / 'work'}. "
+                "Materialize a candidate_model (or run `mlassets demo`), then reload.")
+        return None
+    wanted = st.query_params.get("run", "")
+    chosen = next((r for r in runs if wanted and r.run_key.startswith(wanted[:8])), runs[0])
+    left, mid, right = st.columns(3)
+    datasets = sorted({r.dataset for r in runs})
+    dataset = left.selectbox("Dataset", datasets, index=datasets.index(chosen.dataset), key=f"{key}-dataset")
+    versions = list(dict.fromkeys(r.data_version for r in runs if r.dataset == dataset))
+    version = mid.selectbox("Data version", versions, key=f"{key}-version",
+                            index=versions.index(chosen.data_version) if chosen.data_version in versions else 0)
+    options = {r.run_key: r for r in runs if r.dataset == dataset and r.data_version == version}
+    keys = list(options)
+    picked = right.selectbox("Run", keys, key=f"{key}-run", index=keys.index(chosen.run_key) if chosen.run_key in keys
+                             else 0, format_func=lambda k: f"{k} ({'finished' if options[k].finished else 'partial'})")
+    run = options[picked]
+    st.query_params["run"] = run.run_key
+    show_links(data.run_links(run))
+    return run
+
+
+def show_links(links: dict[str, str]) -> None:
+    if links:
+        st.markdown(" · ".join(f"[{name}]({url})" for name, url in links.items()))
+    else:
+        st.caption("No MLflow run found for this run (MLflow UI and Dagster links appear once it is tracked).")

@@ -1,0 +1,45 @@
+"""Models and gate: promotion history, champion against each candidate per slice, every gate rule."""
+
+import plotly.express as px
+import streamlit as st
+
+from dashboard import data
+
+st.title("Models and gate")
+names = data.models()
+if not names:
+    st.info("Nothing recorded yet: no registered model and no promotion log. Run the pipeline (`mlassets demo`).")
+else:
+    model = st.selectbox("Model", names, key="model")
+    st.subheader("Promotion history")
+    history = data.promotion_history(model)
+    if history.empty:
+        st.caption("No promotion recorded for this model.")
+    else:
+        st.dataframe(history, hide_index=True, key="history")
+        special = history[history["action"].isin(["force-promote", "rollback"])]
+        for row in special.itertuples():
+            st.markdown(f"- **{row.action}** to v{row.to_version} by {row.who} at {row.at}: {row.reason}")
+    versions = data.versions(model)
+    st.subheader("Versions")
+    st.dataframe(versions, hide_index=True, key="versions")
+    changes = data.slice_changes(model)
+    if not changes.empty:
+        st.plotly_chart(px.bar(changes, x="slice", y="change", color="version", barmode="group",
+                               title="Candidate vs champion per slice (relative change of the main metric; "
+                                     "> 0 is worse)"), key="slices")
+    if not versions.empty:
+        version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version")
+        rules, unjudged = data.gate_rules(model, int(version))
+        row = versions[versions["version"] == version].iloc[0]
+        links = {"MLflow run": f"{data.mlflow_url()}/#/models/{model}/versions/{version}"}
+        if row["dagster_run_id"]:
+            links["Dagster run"] = f"{data.dagster_url()}/runs/{row['dagster_run_id']}"
+        st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))
+        st.markdown(f"**{'passed' if row['gate_passed'] else 'failed'}**: {row['gate_summary']}")
+        st.dataframe(rules, hide_index=True, key="rules")
+        st.subheader("Slices the gate could not judge")
+        if unjudged.empty:
+            st.caption("None recorded for this version.")
+        else:
+            st.dataframe(unjudged, hide_index=True, key="unjudged")

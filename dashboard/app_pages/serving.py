@@ -1,0 +1,32 @@
+"""Serving latency: the batch-inference path by stage (OpenTelemetry spans), p50/p99, slow against fast requests."""
+
+import plotly.express as px
+import streamlit as st
+
+from dashboard import data
+from mlassets.core.diagnose.spans import requests, slow_vs_fast, stage_table
+
+st.title("Serving latency")
+spans = data.serving_spans()
+if spans.empty:
+    st.info(f"Nothing recorded yet: no spans in {data.home() / data.SPANS_FILE}. The predictions asset records "
+            "one `batch_inference` trace per run; `mlassets diagnose --trace-serving MODEL --rows FILE` traces "
+            "many requests of the champion.")
+else:
+    kinds = sorted(k for k in spans["root"].unique() if k)
+    kind = st.selectbox("Requests", kinds, index=kinds.index("request") if "request" in kinds else 0, key="kind")
+    reqs = requests(spans, kind)
+    st.caption(f"{len(reqs)} traced {kind} requests")
+    table = stage_table(reqs).round(2)
+    st.dataframe(table, key="stages")
+    st.plotly_chart(px.bar(table.drop(index="total").reset_index(names="stage"), x="stage", y=["p50_ms", "p99_ms"],
+                           barmode="group", title="p50 and p99 per stage (ms)"), key="stage-chart")
+    comparison = slow_vs_fast(reqs)
+    if comparison is None:
+        st.caption("Fewer than two requests: nothing to compare.")
+    else:
+        st.subheader("Where the extra p99 time goes", anchor="slow-vs-fast")
+        st.markdown(comparison.sentence())
+        both = comparison.slow.rename("slow (≥ p99)").to_frame().join(comparison.fast.rename("fast (≤ p50)"))
+        st.plotly_chart(px.bar(both.reset_index(names="stage"), x="stage", y=["slow (≥ p99)", "fast (≤ p50)"],
+                               barmode="group", title="Mean ms per stage: slow vs fast requests"), key="compare")

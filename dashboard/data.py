@@ -1,0 +1,194 @@
+"""Every read of the dashboard: telemetry, traces, the scaling profile, MLflow, the registry and the promotion log.
+
+Pages call only this module. Nothing here writes: a stack that has recorded nothing yet gives empty answers
+(no database is created by looking). Reads of records that are changing shape (gate results, registry
+records) are kept in small functions here so they adapt in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mlassets.core import paths
+from mlassets.core.diagnose import spans as span_data
+from mlassets.core.diagnose.profile import ProfileReport, analyze, has_traces
+from mlassets.core.diagnose.report import Diagnosis, diagnose_dir
+from mlassets.core.diagnose.runs import RunDir, list_runs
+from mlassets.core.diagnose.steps import over_steps
+
+SCALING_FILE = Path("scaling_profile.json")  # ops/<dataset>/
+SPANS_FILE = Path("traces") / "serving.jsonl"
+
+
+def home() -> Path:
+    return paths.home()
+
+
+def dagster_url() -> str:
+    return os.environ.get("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3000").rstrip("/")
+
+
+def mlflow_url() -> str:
+    return os.environ.get("MLASSETS_MLFLOW_URL", "http://127.0.0.1:5000").rstrip("/")
+
+
+def training_runs() -> list[RunDir]:
+    return list_runs(home())
+
+
+def _stamp(directory: Path) -> tuple[str, float]:
+    files = list(directory.glob("rank*"))
+    return str(directory), max((f.stat().st_mtime for f in files), default=0.0)
+
+
+@functools.lru_cache(maxsize=16)
+def _diagnosis(directory: str, _mtime: float) -> Diagnosis | None:
+    return diagnose_dir(directory)
+
+
+def diagnosis(telemetry_dir: Path) -> Diagnosis | None:
+    """The run's diagnosis (cached until its telemetry changes)."""
+    return _diagnosis(*_stamp(telemetry_dir))
+
+
+def step_series(d: Diagnosis) -> pd.DataFrame:
+    return over_steps(d.steps)
+
+
+@functools.lru_cache(maxsize=4)
+def _profile(directory: str, _mtime: float) -> ProfileReport:
+    return analyze(Path(directory))
+
+
+def profile(run: RunDir) -> ProfileReport | None:
+    """HTA's analysis of the run's ``training.profile`` traces, None when it recorded none."""
+    directory = run.path / "profile"
+    return _profile(*_stamp(directory)) if has_traces(directory) else None
+
+
+def _mlflow_ready() -> bool:
+    uri = paths.mlflow_tracking_uri()
+    return not uri.startswith("sqlite:///") or Path(uri[len("sqlite:///"):]).is_file()
+
+
+def _client() -> Any:
+    import mlflow
+
+    mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
+    return mlflow.MlflowClient()
+
+
+def run_links(run: RunDir) -> dict[str, str]:
+    """Links to the Dagster run and the MLflow run that trained ``run`` (those it can find)."""
+    links: dict[str, str] = {}
+    if not run.run_key or not _mlflow_ready():
+        return links
+    found = _client().search_runs(
+        [e.experiment_id for e in _client().search_experiments()],
+        filter_string=f"tags.dagster_run_id LIKE '{run.run_key}%'", max_results=1)
+    if found:
+        mlflow_run = found[0]
+        links["MLflow run"] = f"{mlflow_url()}/#/experiments/{mlflow_run.info.experiment_id}/runs/" \
+                              f"{mlflow_run.info.run_id}"
+        links["Dagster run"] = f"{dagster_url()}/runs/{mlflow_run.data.tags['dagster_run_id']}"
+    return links
+
+
+def scaling_profile() -> dict[str, Any] | None:
+    """The newest ``scaling_profile`` measurement (the asset writes it), or None."""
+    found = sorted(home().glob(f"ops/*/{SCALING_FILE.name}"), key=lambda p: p.stat().st_mtime)
+    return json.loads(found[-1].read_text()) if found else None
+
+
+def serving_spans() -> pd.DataFrame:
+    return span_data.read_spans(home() / SPANS_FILE)
+
+
+# --- registry, gate results and the promotion log (records in flux: read them only here) ---
+
+def _promotion_log() -> Any:
+    from mlassets.core.registry.promotion import PromotionLog, default_url
+
+    url = default_url()
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return None
+    return PromotionLog(url)
+
+
+def models() -> list[str]:
+    """Registered model names, from the registry and the promotion log."""
+    names: set[str] = set()
+    if _mlflow_ready():
+        names |= {m.name for m in _client().search_registered_models()}
+    log = _promotion_log()
+    if log is not None:
+        names |= {e.model for e in log.entries()}
+    return sorted(names)
+
+
+def promotion_history(model: str) -> pd.DataFrame:
+    """Every row of the promotion log for ``model``, with who was live until when."""
+    log = _promotion_log()
+    columns = ["seq", "at", "action", "from_version", "to_version", "who", "reason", "live_until"]
+    rows = [vars(e) for e in log.entries(model)] if log is not None else []
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows)
+    applied = frame["action"].isin(["promote", "force-promote", "rollback"])
+    starts = frame.loc[applied, "at"].tolist()
+    frame["live_until"] = ""
+    frame.loc[applied, "live_until"] = starts[1:] + ["(live)"]
+    return frame[columns]
+
+
+def _gate(tags: dict[str, str]) -> dict[str, Any]:
+    try:
+        return json.loads(tags.get("gate_result") or "{}")
+    except ValueError:
+        return {}
+
+
+def versions(model: str) -> pd.DataFrame:
+    """One row per registered version: data commit, gate verdict and summary, run ids."""
+    columns = ["version", "data_commit", "gate_passed", "gate_summary", "mlflow_run_id", "dagster_run_id"]
+    if not _mlflow_ready():
+        return pd.DataFrame(columns=columns)
+    found = _client().search_model_versions(f"name='{model}'")
+    rows = [{"version": int(v.version), "data_commit": v.tags.get("data_commit", ""),
+             "gate_passed": v.tags.get("gate_passed") == "true", "gate_summary": v.tags.get("gate_summary", ""),
+             "mlflow_run_id": v.run_id or v.tags.get("mlflow_run_id", ""),
+             "dagster_run_id": v.tags.get("dagster_run_id", "")} for v in found]
+    return pd.DataFrame(rows, columns=columns).sort_values("version").reset_index(drop=True)
+
+
+def gate_rules(model: str, version: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(every gate rule with value, limit, passed and reason; the slices the gate could not judge)."""
+    from mlassets.core.evaluate.gate import GateResult
+
+    tags = _client().get_model_version(model, str(version)).tags
+    raw = _gate(tags)
+    rules = GateResult.from_dict(raw).rules if raw else []
+    frame = pd.DataFrame([{"rule": r.name, "value": r.value, "limit": r.limit, "passed": r.passed,
+                           "reason": r.reason} for r in rules], columns=["rule", "value", "limit", "passed", "reason"])
+    unjudged = pd.DataFrame([dict(u) for u in raw.get("unjudged", [])],  # absent in older records
+                            columns=["slice", "value", "n", "min_rows"])
+    return frame, unjudged
+
+
+def slice_changes(model: str) -> pd.DataFrame:
+    """Candidate against the champion per slice, for every version gated against one: relative change."""
+    rows = []
+    if not _mlflow_ready():
+        return pd.DataFrame(columns=["version", "slice", "change", "limit", "passed"])
+    for v in _client().search_model_versions(f"name='{model}'"):
+        for r in _gate(v.tags).get("rules", []):
+            if str(r.get("name", "")).startswith("slice "):
+                rows.append({"version": int(v.version), "slice": r["name"][len("slice "):],
+                             "change": float(r["value"]), "limit": float(r["limit"]), "passed": bool(r["passed"])})
+    return pd.DataFrame(rows, columns=["version", "slice", "change", "limit", "passed"])

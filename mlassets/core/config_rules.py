@@ -1,0 +1,134 @@
+"""Every cross-field rule of a pipeline config, checked at load: each failure names the key path and the value.
+
+Types, unknown keys and finite numbers are checked while the YAML is read (``_typed``); what needs more than
+one field, or a range, is here, so that nothing is found wrong after an asset has run.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from typing import TYPE_CHECKING
+
+from mlassets.core._typed import ConfigError
+
+if TYPE_CHECKING:
+    from mlassets.core.config import PipelineConfig
+
+# What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")
+# A partition key becomes a store path segment and a Dagster partition: a store ref's characters.
+PARTITION_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,127}$")
+TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce")}
+TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier")}
+
+
+def _at_least(values: dict[str, float], minimum: float) -> None:
+    for key, value in values.items():
+        if value < minimum:
+            raise ConfigError(f"{key}: must be >= {minimum:g}, got {value!r}")
+
+
+def _dataset(cfg: PipelineConfig) -> None:
+    ds = cfg.dataset
+    if not ds.name.replace("_", "").isalnum() or not ds.name[0].isalpha():
+        raise ConfigError(f"dataset.name: {ds.name!r} must be letters, digits and '_', starting with a letter")
+    if not ds.key:
+        raise ConfigError("dataset.key: [] names no column; give the columns that identify a row")
+    for name in [ds.target, ds.time_column, *ds.key, *ds.slices]:
+        if name not in ds.columns:
+            raise ConfigError(f"dataset.columns: column {name!r} is used but not declared")
+    for i, month in enumerate(ds.months):
+        if not PARTITION_KEY.fullmatch(month) or ".." in month:
+            raise ConfigError(f"dataset.months[{i}]: {month!r} is not a partition key (letters, digits, '_', '-', "
+                              "'.' and '=', starting with a letter or digit; no '/' or '..')")
+    if len(set(ds.months)) != len(ds.months):
+        raise ConfigError(f"dataset.months: {next(m for m in ds.months if ds.months.count(m) > 1)!r} is listed twice")
+    for name, spec in ds.columns.items():
+        where = f"dataset.columns.{name}"
+        if spec.min is not None and spec.max is not None and spec.min > spec.max:
+            raise ConfigError(f"{where}: min {spec.min:g} is above max {spec.max:g}")
+        if (spec.min is not None or spec.max is not None) and spec.dtype not in ("int", "float"):
+            raise ConfigError(f"{where}: min/max are for int and float columns, this one is {spec.dtype!r}")
+        if spec.allowed is not None and spec.dtype != "str":
+            raise ConfigError(f"{where}.allowed: only str columns take allowed values, this one is {spec.dtype!r}")
+        if spec.min_date and spec.max_date and spec.min_date > spec.max_date:
+            raise ConfigError(f"{where}: min_date {spec.min_date!r} is after max_date {spec.max_date!r}")
+    if ds.task == "binary" and ds.columns[ds.target].dtype not in ("int", "float"):
+        raise ConfigError(f"dataset.columns.{ds.target}: the target of a binary task must be int or float (0/1)")
+    if not 0 < ds.sample_fraction <= 1:
+        raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
+    _at_least({"dataset.min_rows": ds.min_rows}, 1)
+
+
+def _features(cfg: PipelineConfig) -> None:
+    ds, feats = cfg.dataset, cfg.features
+    for section, cols in (("categorical", feats.categorical), ("numeric", feats.numeric)):
+        if ds.target in cols:
+            raise ConfigError(f"features.{section}: the target {ds.target!r} cannot be a feature")
+    overlap = sorted(set(feats.categorical) & set(feats.numeric))
+    if overlap:
+        raise ConfigError(f"features: column {overlap[0]!r} is both categorical and numeric")
+    if not feats.categorical and not feats.numeric:
+        raise ConfigError("features: no categorical and no numeric features")
+    _at_least({"features.holdout_days": feats.holdout_days, "features.validation_days": feats.validation_days,
+               "features.train_window_months": feats.train_window_months}, 1)
+    try:
+        zoneinfo.ZoneInfo(feats.timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"features.timezone: {feats.timezone!r} is not a known time zone") from None
+
+
+def _model_and_training(cfg: PipelineConfig) -> None:
+    model, tr, task = cfg.model, cfg.training, cfg.dataset.task
+    if not _MODEL_NAME.fullmatch(model.registered_name):
+        raise ConfigError(f"model.registered_name: {model.registered_name!r} is not a name MLflow's registry takes "
+                          "(letters, digits, '_', '.' and '-', starting with a letter or digit; no '/' or ':')")
+    if not 0 <= model.dropout < 1:
+        raise ConfigError(f"model.dropout: must be in [0, 1), got {model.dropout}")
+    _at_least({"model.embedding_dim": model.embedding_dim,
+               **{f"model.hidden[{i}]": h for i, h in enumerate(model.hidden)}}, 1)
+    if tr.loss not in TASK_LOSSES[task]:
+        raise ConfigError(f"training.loss: {tr.loss!r} does not fit dataset.task {task!r}; use "
+                          f"{', '.join(TASK_LOSSES[task][1:])} (or auto)")
+    _at_least({"training.epochs": tr.epochs, "training.batch_size": tr.batch_size, "training.threads": tr.threads,
+               "training.nproc": tr.nproc, "training.keep_last": tr.keep_last,
+               "training.collective_timeout_s": tr.collective_timeout_s}, 1)
+    _at_least({"training.checkpoint_every_steps": tr.checkpoint_every_steps,
+               "training.checkpoint_every_minutes": tr.checkpoint_every_minutes,
+               "training.telemetry_every_steps": tr.telemetry_every_steps, "training.retries": tr.retries,
+               "training.weight_decay": tr.weight_decay}, 0)
+    if tr.lr <= 0:
+        raise ConfigError(f"training.lr: must be > 0, got {tr.lr!r}")
+    if tr.batch_size < tr.nproc:
+        raise ConfigError(f"training.batch_size: {tr.batch_size} is the global batch; it must hold at least one "
+                          f"row per rank (training.nproc {tr.nproc})")
+    for key in ("slow_rank", "crash_rank", "slow_input_rank"):  # a rank number, or -1 (torchrun may run more ranks)
+        _at_least({f"training.faults.{key}": getattr(tr.faults, key, -1)}, -1)
+
+
+def _gate(cfg: PipelineConfig) -> None:
+    gate, task = cfg.gate, cfg.dataset.task
+    if gate.main_metric not in TASK_METRICS[task]:
+        raise ConfigError(f"gate.main_metric: {gate.main_metric!r} does not fit dataset.task {task!r}; use "
+                          f"{' or '.join(TASK_METRICS[task])}")
+    _at_least({"gate.tolerance": gate.tolerance, "gate.slice_max_regression": gate.slice_max_regression}, 0)
+    _at_least({"gate.slice_min_rows": gate.slice_min_rows, "gate.bootstrap_samples": gate.bootstrap_samples}, 1)
+    if not 0 < gate.confidence < 1:
+        raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {gate.confidence!r}")
+    for key in ("absolute_max_metric", "latency_p99_ms", "max_size_mb"):
+        if getattr(gate, key) <= 0:
+            raise ConfigError(f"gate.{key}: must be > 0, got {getattr(gate, key)!r}")
+    if not 0 <= gate.calibration_max_ece <= 1:
+        raise ConfigError(f"gate.calibration_max_ece: must be in [0, 1], got {gate.calibration_max_ece!r}")
+    if gate.prediction_min >= gate.prediction_max:
+        raise ConfigError(f"gate.prediction_min: {gate.prediction_min:g} must be below gate.prediction_max "
+                          f"{gate.prediction_max:g}")
+
+
+def check(cfg: PipelineConfig) -> None:
+    """Every cross-field rule; the first one broken raises ``ConfigError`` naming the key path and the value."""
+    _dataset(cfg)
+    _features(cfg)
+    _model_and_training(cfg)
+    _gate(cfg)

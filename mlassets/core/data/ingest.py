@@ -1,0 +1,108 @@
+"""Ingestion: a partition's raw tables reach the watched branch only through a validated store transaction.
+
+The tables and the partition's target summary are written in ``VersionedStore.transaction`` (a short-lived
+branch taken from ``main``), staged, checked there against ``main``, and land as ONE commit (the new data
+version) only if every blocking check passes; a failed check, an error or a killed writer lands nothing.
+Identical tables for a partition land nothing either: the ingest says so and no data version is created.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.raw import (
+    WATCHED_BRANCH,
+    check_partition_key,
+    main_table,
+    month_tables,
+    raw_path,
+    raw_repo,
+    to_parquet_bytes,
+)
+from mlassets.core.data.schema import CheckOutcome
+from mlassets.core.data.snapshot import VersionChecks, check_version
+from mlassets.core.data.store import VersionedStore
+from mlassets.core.data.summary import PartitionSummary, summary_path
+from mlassets.core.records import Record
+
+INGEST_ID = "mlassets_ingest_id"  # commit metadata: which ingest made the commit
+
+
+class DataRejected(ValueError):
+    """A partition failed a blocking check; nothing reached the watched branch."""
+
+    def __init__(self, partition: str, checks: VersionChecks) -> None:
+        self.partition = partition
+        self.outcomes = checks.outcomes
+        self.lines = checks.failures()
+        super().__init__(f"partition {partition} was not ingested:\n" + "\n".join(self.lines))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ingested(Record):
+    """What an ingest did: the watched branch's head afterwards, and whether that is a new data version."""
+
+    partition: str
+    data_version: str  # the watched branch's head after the ingest (new, or the unchanged one)
+    created: bool  # False: the same tables were already there, nothing was committed
+    parent: str  # the head the new version was committed on ("" when nothing was created)
+    staged: str  # the validated commit of the transaction ("" when nothing was created)
+    rows: dict[str, int]  # per table
+    checks: list[CheckOutcome]  # empty when nothing was new, or ingested without validation
+    message: str
+
+
+def ingest_partition(
+    store: VersionedStore,
+    cfg: PipelineConfig,
+    partition: str,
+    tables: Mapping[str, pd.DataFrame] | None = None,
+    metadata: Mapping[str, str] | None = None,
+    validate: bool = True,
+) -> Ingested:
+    """Commit one partition's raw tables to the watched branch as one validated commit (or nothing).
+
+    ``validate=False`` skips the checks (the ``snapshot`` asset's blocking checks still judge the version).
+    """
+    check_partition_key(cfg, partition)
+    tables = dict(month_tables(cfg, partition) if tables is None else tables)
+    main = main_table(cfg)
+    if main not in tables:
+        raise ValueError(f"partition {partition}: table {main!r} is missing (got {sorted(tables)})")
+    repo = raw_repo(cfg)
+    store.create_repo(repo, default_branch=WATCHED_BRANCH)
+    rows = {name: len(df) for name, df in tables.items()}
+    changes = {raw_path(name, partition): to_parquet_bytes(df) for name, df in tables.items()}
+    summary = PartitionSummary.of_frame(partition, tables[main], cfg.dataset.target)
+    changes[summary_path(partition)] = summary.to_json().encode()
+    token = uuid.uuid4().hex
+    meta = {"partition": partition, "rows": str(sum(rows.values())), "validated": str(validate).lower(),
+            **{f"rows_{name}": str(n) for name, n in rows.items()}, **(metadata or {}), INGEST_ID: token}
+    checks: VersionChecks | None = None
+    with store.transaction(repo, WATCHED_BRANCH, f"Ingest {cfg.dataset.name} {partition}", meta) as tx:
+        for path, data in changes.items():
+            tx.put(path, data)
+        staged = tx.stage()
+        diff = store.diff(repo, tx.base, staged.id)
+        if diff and validate:
+            checks = check_version(store, cfg, staged.id, tx.base, scope=[partition])
+            if not checks.passed:
+                raise DataRejected(partition, checks)
+        changed = sorted({c.path.split("/")[1] for c in diff if c.kind == "changed" and c.path.startswith("raw/")})
+        if changed:
+            tx.message += f" (changed: {', '.join(changed)})"
+        tx.metadata["staged_commit"] = staged.id
+    landed = tx.commit
+    assert landed is not None  # the transaction landed (or raised)
+    if landed.metadata.get(INGEST_ID) != token:  # nothing new: the same tables were already on the branch
+        return Ingested(partition=partition, data_version=landed.id, created=False, parent="", staged="", rows=rows,
+                        checks=[], message=f"partition {partition}: the same tables are already on "
+                                           f"{WATCHED_BRANCH} at {landed.id[:12]}; no new data version")
+    return Ingested(partition=partition, data_version=landed.id, created=True, parent=landed.parents[0],
+                    staged=staged.id, rows=rows, checks=checks.outcomes if checks else [],
+                    message=f"{landed.message}: data version {landed.id[:12]}")

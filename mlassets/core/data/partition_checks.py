@@ -1,0 +1,96 @@
+"""Blocking count and distribution checks: a version's new partitions against its other partitions.
+
+"New" partitions are those a version adds or changes compared with its parent; the reference is every other
+partition of the version (the data the previous version already held), read from the per-partition summaries
+written at ingestion (``summary``). Bands come from the dataset config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import numpy as np
+import pandas as pd
+
+from mlassets.core.config import DatasetConfig
+from mlassets.core.data.schema import CheckOutcome
+from mlassets.core.data.summary import TargetStats
+
+QUARTILES = {"q25": 0.25, "median": 0.5, "q75": 0.75}
+
+
+def _names(keys: Collection[str]) -> str:
+    keys = sorted(keys)
+    return f"partition {keys[0]}" if len(keys) == 1 else f"partitions {', '.join(keys)}"
+
+
+def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
+    """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions."""
+    reference = [n for key, n in counts.items() if key not in new]
+    if not reference or not new:
+        return CheckOutcome("row_change", True, "no other partitions to compare the row counts with")
+    mean, band = float(np.mean(reference)), cfg.row_change_band
+    bad = []
+    for key in sorted(new):
+        change = counts.get(key, 0) / mean - 1 if mean else 0.0
+        if abs(change) > band:
+            others = f"{len(reference)} other partition{'s' if len(reference) > 1 else ''}"
+            bad.append(f"partition {key}: {counts.get(key, 0)} rows, {change:+.0%} vs the mean {mean:.0f} of "
+                       f"{others} (band ±{band:.0%})")
+    if bad:
+        return CheckOutcome("row_change", False, "; ".join(bad), len(bad))
+    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.0f} rows")
+
+
+Values = TargetStats | pd.Series | None  # a partition's summary, or raw values (tests, small inputs)
+
+
+def _stats(values: Values) -> TargetStats:
+    return values if isinstance(values, TargetStats) else TargetStats.of_values(values)
+
+
+def _unchecked(name: str, new: TargetStats, reference: TargetStats, keys: Collection[str]) -> CheckOutcome | None:
+    if not new.count or not keys:
+        return CheckOutcome(name, True, "no new target values to compare (the schema and row checks judge them)")
+    if reference.count < 2:
+        return CheckOutcome(name, True, "no earlier target values to compare with")
+    return None
+
+
+def validate_target_mean(new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
+    """|mean(new) - mean(reference)| <= ``target_mean_band`` reference standard deviations."""
+    new, reference = _stats(new), _stats(reference)
+    skipped = _unchecked("target_mean", new, reference, keys)
+    if skipped:
+        return skipped
+    std = reference.std
+    scale = std if std > 0 else max(abs(reference.mean), 1.0)
+    shift = (new.mean - reference.mean) / scale
+    text = (f"column {cfg.target!r}: mean {new.mean:.4g} in {_names(keys)} vs {reference.mean:.4g} in the "
+            f"others, a shift of {shift:+.2f} std (band ±{cfg.target_mean_band:g})")
+    return CheckOutcome("target_mean", abs(shift) <= cfg.target_mean_band, text, int(abs(shift) > cfg.target_mean_band))
+
+
+def validate_target_quantiles(
+    new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig
+) -> CheckOutcome:
+    """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles."""
+    if cfg.task == "binary":
+        return CheckOutcome("target_quantiles", True, "binary target: quartiles say nothing; the mean check judges it")
+    new, reference = _stats(new), _stats(reference)
+    skipped = _unchecked("target_quantiles", new, reference, keys)
+    if skipped:
+        return skipped
+    ref_q = {n: reference.quantile(q) for n, q in QUARTILES.items()}
+    new_q = {n: new.quantile(q) for n, q in QUARTILES.items()}
+    iqr = ref_q["q75"] - ref_q["q25"]
+    scale = iqr if iqr > 0 else (reference.std or 1.0)
+    shifts = {n: (new_q[n] - ref_q[n]) / scale for n in QUARTILES}
+    band = cfg.target_quantile_band
+    bad = [f"{n} {new_q[n]:.4g} vs {ref_q[n]:.4g} ({shifts[n]:+.2f} IQR)" for n in QUARTILES if abs(shifts[n]) > band]
+    if bad:
+        text = f"column {cfg.target!r} in {_names(keys)}: {', '.join(bad)}; band ±{band:g} IQR"
+        return CheckOutcome("target_quantiles", False, text, len(bad))
+    worst = max(shifts.values(), key=abs)
+    return CheckOutcome("target_quantiles", True, f"column {cfg.target!r}: quartiles within {worst:+.2f} IQR "
+                                                  f"of the others (band ±{band:g})")

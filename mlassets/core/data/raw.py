@@ -1,0 +1,128 @@
+"""Raw data in the versioned store: the layout of a dataset's repository and reads of any version.
+
+Layout (branch ``main`` is the watched branch; only ingestion writes it, see ``ingest``):
+``raw/<table>/<partition>.parquet``, one object per table and partition (a month, a week).
+Derived artifacts go to the ``<name>-derived`` repository.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.sources import get_source
+from mlassets.core.data.store import InvalidName, VersionedStore
+from mlassets.core.data.store.base import validate_path, validate_ref
+
+WATCHED_BRANCH = "main"
+
+
+def raw_repo(cfg: PipelineConfig) -> str:
+    return cfg.dataset.name.replace("_", "-")
+
+
+def derived_repo(cfg: PipelineConfig) -> str:
+    return f"{raw_repo(cfg)}-derived"
+
+
+def main_table(cfg: PipelineConfig) -> str:
+    """The table whose rows are the examples (the source's ``MAIN_TABLE``, e.g. ``flights``)."""
+    return get_source(cfg.dataset.source).MAIN_TABLE
+
+
+def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def from_parquet_bytes(blob: bytes, columns: list[str] | None = None) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(blob), columns=columns)
+
+
+def parquet_rows(blob: bytes) -> int:
+    """Rows of a parquet object, from its footer alone."""
+    return pq.ParquetFile(io.BytesIO(blob)).metadata.num_rows
+
+
+_DATA_VERSION = re.compile(r"^[0-9a-f]{40,64}$")
+
+
+def check_partition_key(cfg: PipelineConfig, key: str) -> str:
+    """A raw partition key as it enters (CLI, sensor, run config): a store-safe name, before anything is made."""
+    try:
+        validate_ref(key)
+        validate_path(raw_path("table", key))
+    except InvalidName:
+        raise ValueError(f"partition key {key!r}: use letters, digits, '_', '-' and '.', starting with a letter or "
+                         "digit (no '/' or '..')") from None
+    if key not in cfg.dataset.months:
+        raise ValueError(f"partition {key!r} is not in dataset.months of {cfg.dataset.name!r}")
+    return key
+
+
+def check_data_version(key: str) -> str:
+    """A data-version partition key: a full store commit id (hex), checked before it names any path."""
+    if not isinstance(key, str) or not _DATA_VERSION.fullmatch(key):
+        raise ValueError(f"data version {str(key)[:80]!r} is not a store commit id (40-64 lowercase hex digits)")
+    return key
+
+
+def raw_path(table: str, partition: str) -> str:
+    return f"raw/{table}/{partition}.parquet"
+
+
+def partition_objects(store: VersionedStore, cfg: PipelineConfig, ref: str) -> dict[str, dict[str, str]]:
+    """Partition key -> {table: object path} at ``ref``, partitions in order."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    for path in store.list_objects(raw_repo(cfg), ref, prefix="raw/"):
+        _, table, name = path.split("/", 2)
+        out[name.removesuffix(".parquet")][table] = path
+    return dict(sorted(out.items()))
+
+
+def changed_partitions(store: VersionedStore, cfg: PipelineConfig, ref: str, parent: str) -> list[str]:
+    """Partitions whose raw objects ``ref`` adds or changes compared with ``parent`` (all when no parent)."""
+    if not parent:
+        return list(partition_objects(store, cfg, ref))
+    paths = [c.path for c in store.diff(raw_repo(cfg), parent, ref) if c.kind != "removed"]
+    return sorted({p.rsplit("/", 1)[-1].removesuffix(".parquet") for p in paths if p.startswith("raw/")})
+
+
+def version_months(store: VersionedStore, cfg: PipelineConfig, commit: str) -> list[str]:
+    """The partitions (months, weeks) a data version holds, oldest first."""
+    return list(partition_objects(store, cfg, commit))
+
+
+def read_table(store: VersionedStore, cfg: PipelineConfig, commit: str, table: str) -> pd.DataFrame:
+    """One raw table of a data version, all its partitions concatenated."""
+    repo = raw_repo(cfg)
+    paths = store.list_objects(repo, commit, prefix=f"raw/{table}/")
+    if not paths:
+        raise ValueError(f"data version {commit}: no {table!r} table in repository {repo!r}")
+    return pd.concat([from_parquet_bytes(store.read(repo, commit, p)) for p in paths], ignore_index=True)
+
+
+def read_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> dict[str, pd.DataFrame]:
+    repo = raw_repo(cfg)
+    tables = sorted({p.split("/")[1] for p in store.list_objects(repo, commit, prefix="raw/")})
+    return {t: read_table(store, cfg, commit, t) for t in tables}
+
+
+def month_tables(cfg: PipelineConfig, month: str) -> dict[str, pd.DataFrame]:
+    """One partition's raw tables, produced by the dataset's source."""
+    return get_source(cfg.dataset.source).load_month(month, cfg.dataset.sample_fraction)
+
+
+def tables_from_dir(directory: str | Path) -> dict[str, pd.DataFrame]:
+    """Prepared raw tables, one ``<table>.parquet`` each (a delivered file, a replay, a test's bad input)."""
+    files = sorted(Path(directory).glob("*.parquet"))
+    if not files:
+        raise ValueError(f"tables_dir {str(directory)!r}: no <table>.parquet files")
+    return {f.stem: pd.read_parquet(f) for f in files}

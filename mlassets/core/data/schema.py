@@ -1,0 +1,113 @@
+"""Blocking data validation: a pandera schema built from the dataset config, plus the rows-per-partition minimum.
+
+Every failure message names the column and an offending value. Count and distribution checks against the
+rest of a version are in ``validation_counts``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import pandera.pandas as pa
+
+from mlassets.core.config import ColumnSpec, DatasetConfig
+from mlassets.core.data.days import utc_timestamp
+from mlassets.core.records import Record
+
+# int columns are validated as float64 plus an integer_valued check, so 1545.5 is reported, not truncated.
+_DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
+
+
+@dataclass(frozen=True)
+class CheckOutcome(Record):
+    """One blocking check's verdict; ``message`` names the column and an offending value."""
+
+    name: str
+    passed: bool
+    message: str
+    failures: int = 0
+
+
+_INTEGRAL = pa.Check(lambda s: (s % 1 == 0) | s.isna(), name="integer_valued")
+
+
+def _column(name: str, spec: ColumnSpec) -> pa.Column:
+    checks = [_INTEGRAL] if spec.dtype == "int" else []
+    if spec.min is not None:
+        checks.append(pa.Check.ge(spec.min))
+    if spec.max is not None:
+        checks.append(pa.Check.le(spec.max))
+    if spec.min_date is not None:
+        checks.append(pa.Check.ge(utc_timestamp(spec.min_date)))
+    if spec.max_date is not None:
+        checks.append(pa.Check.le(utc_timestamp(spec.max_date)))
+    if spec.allowed is not None:
+        checks.append(pa.Check.isin(spec.allowed))
+    return pa.Column(_DTYPES[spec.dtype], checks=checks, nullable=spec.nullable, coerce=True, required=True)
+
+
+def build_schema(cfg: DatasetConfig) -> pa.DataFrameSchema:
+    """The raw table's schema: types, ranges, dates, nullability, allowed slice values, a unique key."""
+    return pa.DataFrameSchema(
+        {name: _column(name, spec) for name, spec in cfg.columns.items()},
+        unique=cfg.key,
+        report_duplicates="exclude_first",
+        strict=False,
+    )
+
+
+def _plain(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _duplicate_example(group: pd.DataFrame, key: list[str]) -> dict[str, object]:
+    """The key values of the first duplicate row, from the uniqueness check's failure cases."""
+    first = group[group["index"] == group["index"].min()]
+    values = dict(zip(first["column"], first["failure_case"], strict=False))
+    return {k: _plain(values.get(k)) for k in key}
+
+
+def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
+    cases = errors.failure_cases
+    parts, seen = [], set()
+    for row in cases.itertuples(index=False):
+        column, check = row.column if isinstance(row.column, str) else "", str(row.check)
+        if check == "column_in_dataframe":
+            parts.append(f"column {row.failure_case!r} is missing")
+        elif check == "multiple_fields_uniqueness":
+            if "<key>" not in seen:
+                seen.add("<key>")
+                group = cases[cases["check"] == check]
+                n = len(group) // max(1, len(key))
+                parts.append(f"key {key} is not unique: {n} duplicate rows, e.g. {_duplicate_example(group, key)}")
+        elif column not in seen:  # the first failed check per column says the most (coercion first)
+            seen.add(column)
+            group = cases[(cases["column"] == column) & (cases["check"] == check)]
+            sample = group["failure_case"].head(3).tolist()
+            parts.append(f"column {column!r} failed {check}: {len(group)} rows, e.g. {sample}")
+    return "; ".join(parts)
+
+
+def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
+    if frame.empty:
+        return CheckOutcome("schema", False, "no rows: the table is empty", 1)
+    try:
+        build_schema(cfg).validate(frame, lazy=True)
+    except pa.errors.SchemaErrors as exc:
+        return CheckOutcome("schema", False, _summarize(exc, cfg.key), len(exc.failure_cases))
+    except pa.errors.SchemaError as exc:  # raised eagerly for some frame-level problems
+        return CheckOutcome("schema", False, str(exc).splitlines()[0], 1)
+    return CheckOutcome("schema", True, f"{len(frame)} rows match the schema of {len(cfg.columns)} columns")
+
+
+def validate_min_rows(counts: dict[str, int], cfg: DatasetConfig) -> CheckOutcome:
+    """Every partition (month, week) holds at least ``min_rows`` rows (scaled by the sample fraction)."""
+    minimum = max(1, round(cfg.min_rows * cfg.sample_fraction))
+    short = {m: n for m, n in counts.items() if n < minimum}
+    if short:
+        key, n = min(short.items(), key=lambda kv: kv[1])
+        return CheckOutcome(
+            "min_rows", False, f"partition {key}: {n} rows, fewer than the minimum {minimum}", len(short)
+        )
+    return CheckOutcome("min_rows", True, f"every partition has at least {minimum} rows")

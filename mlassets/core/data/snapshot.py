@@ -1,0 +1,121 @@
+"""Snapshot a data version: what it holds, and whether it may reach training (blocking checks).
+
+The same checks gate ingestion (on the staged partition, before it reaches the watched branch) and the
+``snapshot`` asset (on what the version adds to its parent: defense in depth, visible in the Dagster UI).
+Their cost follows the new data, not the history: earlier partitions are read only through their summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.partition_checks import validate_row_change, validate_target_mean, validate_target_quantiles
+from mlassets.core.data.raw import (
+    changed_partitions,
+    from_parquet_bytes,
+    main_table,
+    partition_objects,
+    raw_repo,
+)
+from mlassets.core.data.schema import CheckOutcome, validate_min_rows, validate_schema
+from mlassets.core.data.store import VersionedStore
+from mlassets.core.data.summary import PREFIX as SUMMARY_PREFIX
+from mlassets.core.data.summary import PartitionSummary, TargetStats, summary_path
+from mlassets.core.records import Record
+
+CHECK_NAMES = ("schema", "min_rows", "row_change", "target_mean", "target_quantiles")
+
+
+@dataclass(frozen=True)
+class VersionChecks:
+    outcomes: list[CheckOutcome]
+    rows_per_partition: dict[str, int]  # rows of the main table, from its one object per partition
+    new_partitions: list[str]  # added or changed compared with the parent
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outcomes)
+
+    def failures(self) -> list[str]:
+        """One line per failed check: ``<check>: <message naming the column and an offending value>``."""
+        return [f"{o.name}: {o.message}" for o in self.outcomes if not o.passed]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot(Record):
+    """A data version as the ``snapshot`` asset recorded it: what it holds and what its checks said."""
+
+    commit: str
+    parent: str
+    partitions: list[str]
+    rows: int
+    rows_per_partition: dict[str, int]
+    new_partitions: list[str]
+    uri: str
+    outcomes: list[CheckOutcome]
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outcomes)
+
+
+def read_summaries(store: VersionedStore, cfg: PipelineConfig, ref: str,
+                   paths: dict[str, str]) -> dict[str, PartitionSummary]:
+    """Each partition's summary at ``ref``, written at ingestion; computed from the data where it is missing."""
+    repo = raw_repo(cfg)
+    stored = set(store.list_objects(repo, ref, prefix=SUMMARY_PREFIX))
+    out = {}
+    for key, path in paths.items():
+        if summary_path(key) in stored:
+            out[key] = PartitionSummary.from_json(store.read(repo, ref, summary_path(key)).decode())
+        else:  # ingested before summaries existed
+            out[key] = PartitionSummary.of_frame(key, from_parquet_bytes(store.read(repo, ref, path)),
+                                                 cfg.dataset.target)
+    return out
+
+
+def check_version(
+    store: VersionedStore, cfg: PipelineConfig, ref: str, parent: str, scope: Collection[str] | None = None
+) -> VersionChecks:
+    """Every blocking check of the version at ``ref`` against ``parent``, reading only what is new.
+
+    Schema and minimum rows cover the partitions in ``scope`` (default: those that changed since ``parent``,
+    because every earlier commit was validated when it was ingested); row change and target distribution
+    compare the changed partitions with the others through their summaries.
+    """
+    repo, table = raw_repo(cfg), main_table(cfg)
+    paths = {k: t[table] for k, t in partition_objects(store, cfg, ref).items() if table in t}
+    new = [k for k in changed_partitions(store, cfg, ref, parent) if k in paths]
+    scope = new if scope is None else [k for k in paths if k in scope]
+    summaries = read_summaries(store, cfg, ref, paths)
+    counts = {k: s.rows for k, s in summaries.items()}
+    checked = [from_parquet_bytes(store.read(repo, ref, paths[k])) for k in scope]
+    schema_frame = pd.concat(checked, ignore_index=True) if checked else pd.DataFrame()
+    new_stats = TargetStats.merge([summaries[k].target for k in new])
+    ref_stats = TargetStats.merge([s.target for k, s in summaries.items() if k not in new])
+    outcomes = [
+        validate_schema(schema_frame, cfg.dataset) if scope else
+        CheckOutcome("schema", True, "no new partitions: every earlier one was validated at ingestion"),
+        validate_min_rows({k: counts[k] for k in scope}, cfg.dataset),
+        validate_row_change(counts, new, cfg.dataset),
+        validate_target_mean(new_stats, ref_stats, new, cfg.dataset),
+        validate_target_quantiles(new_stats, ref_stats, new, cfg.dataset),
+    ]
+    return VersionChecks(outcomes, counts, new)
+
+
+def snapshot_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> Snapshot:
+    """Record the data version at ``commit`` and run every blocking check on what it adds to its parent."""
+    repo = raw_repo(cfg)
+    info = store.get_commit(repo, commit)
+    parent = info.parents[0] if info.parents else ""
+    checks = check_version(store, cfg, info.id, parent)
+    return Snapshot(
+        commit=info.id, parent=parent, partitions=list(checks.rows_per_partition),
+        rows=sum(checks.rows_per_partition.values()), rows_per_partition=checks.rows_per_partition,
+        new_partitions=checks.new_partitions, uri=store.uri(repo, info.id), outcomes=checks.outcomes,
+    )

@@ -1,0 +1,97 @@
+"""Per-partition summaries of the target, written at ingestion beside the data, so that a new version's
+cross-partition checks compare its new partitions with the earlier ones without reading them again.
+
+A summary holds the row count and the target's count, mean, standard deviation and 1001 quantiles (every
+0.1%). Summaries merge exactly in count, mean and standard deviation; merged quantiles invert the mixture of
+the partitions' piecewise-linear distribution functions, within about 0.1% of rank of the exact ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mlassets.core.records import Record
+
+GRID = np.linspace(0.0, 1.0, 1001)
+PREFIX = "summaries/"
+
+
+def summary_path(partition: str) -> str:
+    return f"{PREFIX}{partition}.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetStats(Record):
+    """Count, mean, standard deviation (ddof 1) and quantiles at ``GRID`` of a set of target values."""
+
+    count: int
+    mean: float
+    std: float
+    quantiles: list[float]
+
+    @classmethod
+    def of_values(cls, values: pd.Series | None) -> TargetStats:
+        """From values (non-numeric and missing ones are left out: the schema check judges them)."""
+        numeric = pd.to_numeric(values, errors="coerce") if values is not None else pd.Series(dtype="float64")
+        arr = numeric.dropna().to_numpy(dtype=np.float64)
+        if not arr.size:
+            return cls(count=0, mean=math.nan, std=math.nan, quantiles=[])
+        std = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
+        return cls(count=int(arr.size), mean=float(arr.mean()), std=std,
+                   quantiles=[float(q) for q in np.quantile(arr, GRID)])
+
+    @classmethod
+    def merge(cls, parts: Sequence[TargetStats]) -> TargetStats:
+        """The statistics of the union of the parts' values."""
+        parts = [p for p in parts if p.count]
+        if not parts:
+            return cls(count=0, mean=math.nan, std=math.nan, quantiles=[])
+        if len(parts) == 1:
+            return parts[0]
+        n = np.array([p.count for p in parts], dtype=np.float64)
+        means = np.array([p.mean for p in parts])
+        mean = float(np.sum(n * means) / n.sum())
+        m2 = sum((c - 1) * (p.std if c > 1 else 0.0) ** 2 + c * (p.mean - mean) ** 2 for p, c in zip(parts, n,
+                                                                                                     strict=True))
+        std = math.sqrt(m2 / (n.sum() - 1)) if n.sum() > 1 else math.nan
+        return cls(count=int(n.sum()), mean=mean, std=std, quantiles=_mixture_quantiles(parts, n))
+
+    def quantile(self, q: float) -> float:
+        if not self.quantiles:
+            return math.nan
+        return float(np.interp(q, GRID, self.quantiles))
+
+
+def _mixture_quantiles(parts: Sequence[TargetStats], weights: np.ndarray) -> list[float]:
+    """Invert ``F(x) = sum_i w_i F_i(x) / sum_i w_i`` at every grid point by bisection (vectorized)."""
+    grids = [np.asarray(p.quantiles) for p in parts]
+    w = weights / weights.sum()
+
+    def cdf(x: np.ndarray) -> np.ndarray:
+        return sum(wi * np.interp(x, g, GRID, left=0.0, right=1.0) for wi, g in zip(w, grids, strict=True))
+
+    lo = np.full(GRID.size, min(g[0] for g in grids))
+    hi = np.full(GRID.size, max(g[-1] for g in grids))
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        below = cdf(mid) < GRID
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return [float(v) for v in hi]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionSummary(Record):
+    """One partition of the main table: its rows and its target's statistics."""
+
+    partition: str
+    rows: int
+    target: TargetStats
+
+    @classmethod
+    def of_frame(cls, partition: str, frame: pd.DataFrame, target: str) -> PartitionSummary:
+        return cls(partition=partition, rows=len(frame), target=TargetStats.of_values(frame.get(target)))

@@ -1,0 +1,128 @@
+"""Serving latency by stage from OpenTelemetry spans: p50/p99 per stage, and where slow requests lose time.
+
+Code is instrumented with the OpenTelemetry API only (``trace.get_tracer``), a no-op until ``enable`` installs
+the SDK with an exporter that appends finished spans as JSON lines to a file the dashboard reads. The
+source's method: take the slow requests (p99 and above), compare their stage times with fast ones (p50 and
+below), and say which stage the extra time goes to and whether it is waiting or computing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+STAGES = ("read", "preprocessing", "model", "write")
+WAITING = {"read", "write"}  # I/O: time waiting on storage; the others compute
+_LOCK = threading.Lock()
+
+
+class JsonlExporter(SpanExporter):
+    """Appends each finished span as one JSON line to ``path`` (the file can be switched with ``enable``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = []
+        for span in spans:
+            ctx, parent = span.get_span_context(), span.parent
+            lines.append(json.dumps({
+                "trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}",
+                "parent_id": f"{parent.span_id:016x}" if parent else "", "name": span.name,
+                "start_ns": span.start_time, "end_ns": span.end_time,
+                "attributes": {k: v for k, v in (span.attributes or {}).items() if isinstance(v, str | int | float)},
+            }))
+        with _LOCK:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as fh:
+                fh.write("\n".join(lines) + "\n")
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+_EXPORTER: JsonlExporter | None = None
+
+
+def enable(path: Path) -> None:
+    """Record this process's spans into ``path`` (installs the SDK tracer provider once, then re-points it)."""
+    global _EXPORTER
+    with _LOCK:
+        if _EXPORTER is None:
+            _EXPORTER = JsonlExporter(path)
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+            trace.set_tracer_provider(provider)
+        _EXPORTER.path = path
+
+
+def read_spans(path: Path) -> pd.DataFrame:
+    """One row per span: trace, ids, name, root (the request's top span name), duration in ms."""
+    columns = ["trace_id", "span_id", "parent_id", "name", "start_ns", "duration_ms", "root"]
+    if not path.is_file():
+        return pd.DataFrame(columns=columns)
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    frame = pd.DataFrame(rows, columns=["trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns"])
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    frame["duration_ms"] = (frame["end_ns"] - frame["start_ns"]) / 1e6
+    roots = frame[frame["parent_id"] == ""].set_index("trace_id")["name"]
+    frame["root"] = frame["trace_id"].map(roots).fillna("")
+    return frame[columns]
+
+
+def requests(spans: pd.DataFrame, root: str) -> pd.DataFrame:
+    """One row per request of kind ``root``: its total ms and the ms of every stage under it (0 if absent)."""
+    mine = spans[spans["root"] == root]
+    total = mine[mine["parent_id"] == ""].groupby("trace_id")["duration_ms"].sum().rename("total")
+    stages = mine[mine["name"].isin(STAGES)].pivot_table(index="trace_id", columns="name", values="duration_ms",
+                                                          aggfunc="sum")
+    out = pd.concat([total, stages], axis=1).fillna(0.0)
+    for stage in STAGES:
+        if stage not in out:
+            out[stage] = 0.0
+    out["other"] = np.maximum(out["total"] - out[list(STAGES)].sum(axis=1), 0.0)
+    return out[["total", *STAGES, "other"]]
+
+
+def stage_table(reqs: pd.DataFrame) -> pd.DataFrame:
+    """p50 and p99 in ms of the total and of every stage."""
+    return pd.DataFrame({"p50_ms": reqs.quantile(0.5), "p99_ms": reqs.quantile(0.99)})
+
+
+@dataclass(frozen=True)
+class SlowVsFast:
+    p50_ms: float
+    p99_ms: float
+    slow: pd.Series  # mean ms per stage of requests at or above p99
+    fast: pd.Series  # ... at or below p50
+    extra: pd.Series  # slow - fast per stage
+    stage: str  # where most of the extra time goes
+
+    def sentence(self) -> str:
+        gap = float(self.extra.sum())
+        kind = "waiting on storage (I/O)" if self.stage in WAITING else "compute"
+        top = ", ".join(f"{s} +{v:.1f} ms" for s, v in self.extra.sort_values(ascending=False).items() if v > 0)
+        return (f"median request {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms: slow requests spend {gap:.1f} ms "
+                f"more than fast ones, most of it in {self.stage} ({kind}): {top or 'no stage stands out'}")
+
+
+def slow_vs_fast(reqs: pd.DataFrame) -> SlowVsFast | None:
+    """Compare requests at or above p99 with those at or below p50 (None with fewer than 2 requests)."""
+    if len(reqs) < 2:
+        return None
+    p50, p99 = float(reqs["total"].quantile(0.5)), float(reqs["total"].quantile(0.99))
+    slow = reqs[reqs["total"] >= p99].drop(columns="total").mean()
+    fast = reqs[reqs["total"] <= p50].drop(columns="total").mean()
+    extra = slow - fast
+    return SlowVsFast(p50, p99, slow, fast, extra, str(extra.idxmax()))

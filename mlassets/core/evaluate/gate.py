@@ -1,0 +1,81 @@
+"""The promotion gate: may a candidate model replace the champion? It reads the evaluation record only.
+
+Every rule is reported with its value, its limit and whether it passed, so a rejection always says why:
+
+* ``sanity_finite`` / ``sanity_range``: predictions are finite and inside the configured range;
+* ``main_metric`` (with a champion): the candidate is at most ``tolerance`` worse overall in
+  ``main_metric`` (``mae``/``rmse`` for regression, ``logloss``/``brier`` for binary models);
+  ``absolute_main_metric`` (first model): the candidate is under ``absolute_max_metric``;
+* ``slice <col>=<value>`` (with a champion, slice values of at least ``slice_min_rows`` rows): the candidate
+  rejects only if its main metric on the slice is worse than the champion's by more than
+  ``slice_max_regression`` *and* the paired bootstrap interval of the relative change lies entirely above
+  zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled);
+* ``unjudged_slices`` (with a champion): the slice values too small to judge are listed in the result;
+  ``gate.small_slices: hold`` keeps the candidate back while there are any;
+* ``latency_p99`` (single-row p99 ms vs ``latency_p99_ms``), ``model_size`` (MB vs ``max_size_mb``) and
+  ``calibration_ece`` (binary models, vs ``calibration_max_ece``), where the evaluation measured them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlassets.core.config import GateConfig
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.evaluate.rules import (
+    RuleResult,
+    UnjudgedSlice,
+    budget_rules,
+    main_rule,
+    sanity_rules,
+    slice_rules,
+    unjudged_rule,
+)
+from mlassets.core.records import Record
+
+__all__ = ["GateResult", "RuleResult", "UnjudgedSlice", "evaluate_gate"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateResult(Record):
+    """The verdict, stored once (the ``gate_result`` asset); registry tags and metadata mirror it."""
+
+    flat_in_tags = False  # one JSON tag in the registry record
+
+    passed: bool
+    has_champion: bool
+    rules: list[RuleResult] = field(default_factory=list)
+    unjudged: list[UnjudgedSlice] = field(default_factory=list)
+    gated_against: str = "none"  # the champion version it was judged against ("none": a first model)
+
+    def failures(self) -> list[RuleResult]:
+        return [r for r in self.rules if not r.passed]
+
+    def reasons(self) -> list[str]:
+        return [r.reason for r in self.failures()]
+
+    def summary(self) -> str:
+        reasons = self.reasons()
+        if self.passed or not reasons:
+            text = "pass" if self.passed else "fail"
+        else:
+            more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+            text = f"fail: {reasons[0]}{more}"
+        if self.unjudged and self.passed:
+            text += f"; not judged (too few rows): {', '.join(u.describe() for u in self.unjudged[:5])}"
+            text += f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else ""
+        return text
+
+
+def evaluate_gate(cfg: GateConfig, evaluation: Evaluation) -> GateResult:
+    """Run every rule on the evaluation record; the candidate passes when all of them pass."""
+    if evaluation.main_metric != cfg.main_metric:
+        raise ValueError(f"the evaluation measured {evaluation.main_metric!r}, the gate judges {cfg.main_metric!r}")
+    rules = [*sanity_rules(evaluation), main_rule(cfg, evaluation)]
+    sliced, unjudged = slice_rules(cfg, evaluation)
+    rules.extend(sliced)
+    if evaluation.has_champion:
+        rules.append(unjudged_rule(cfg, unjudged))
+    rules.extend(budget_rules(cfg, evaluation))
+    return GateResult(passed=all(r.passed for r in rules), has_champion=evaluation.has_champion, rules=rules,
+                      unjudged=unjudged, gated_against=evaluation.champion_version or "none")

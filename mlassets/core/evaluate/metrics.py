@@ -1,0 +1,140 @@
+"""Metrics of one model's predictions, overall and per slice value.
+
+Pure numpy/pandas. Regression models get MAE/RMSE/bias; binary models (target 0/1, predictions are
+P(1)) get log loss, Brier score and calibration. Every metric is a mean of a per-row loss (RMSE: the
+root of one), so slice numbers are ``np.bincount`` sums over factorized slice codes: a million rows with
+a hundred slice values take milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlassets.core.evaluate.calibration import DEFAULT_BINS, binary_metrics, log_losses
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A lower-is-better metric: ``finish(mean(loss(y, p)))``; ``digits`` for messages."""
+
+    name: str
+    label: str
+    loss: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    root: bool = False  # the metric is the square root of the mean loss (RMSE)
+    digits: int = 2
+    slice_digits: int = 1
+
+    def finish(self, mean: Any) -> Any:
+        return np.sqrt(mean) if self.root else mean
+
+    def fmt(self, value: float, for_slice: bool = False) -> str:
+        return f"{value:.{self.slice_digits if for_slice else self.digits}f}"
+
+
+def _abs_err(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return np.abs(p - y)
+
+
+def _sq_err(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    d = p - y
+    return d * d
+
+
+METRICS: dict[str, Metric] = {
+    "mae": Metric("mae", "MAE", _abs_err),
+    "rmse": Metric("rmse", "RMSE", _sq_err, root=True),
+    "logloss": Metric("logloss", "log loss", log_losses, digits=4, slice_digits=4),
+    "brier": Metric("brier", "Brier score", _sq_err, digits=4, slice_digits=4),
+}
+
+
+def get_metric(name: str) -> Metric:
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {name!r} (known: {', '.join(METRICS)})")
+    return METRICS[name]
+
+
+def as_array(values: Any) -> np.ndarray:
+    """A 1-D float64 array from a list, Series or array."""
+    arr = np.asarray(values, dtype=np.float64)
+    return arr.reshape(-1)
+
+
+def metric_value(name: str, y_true: Any, y_pred: Any) -> float:
+    """One metric over all rows (NaN for no rows)."""
+    y, p = as_array(y_true), as_array(y_pred)
+    if y.shape != p.shape:
+        raise ValueError(f"y_true has {y.size} rows but y_pred has {p.size}")
+    if y.size == 0:
+        return float("nan")
+    metric = get_metric(name)
+    return float(metric.finish(np.mean(metric.loss(y, p))))
+
+
+def regression_metrics(y_true: Any, y_pred: Any) -> dict[str, float]:
+    """``mae``, ``rmse``, ``bias`` (mean of prediction - truth) and ``n`` (row count, as a float)."""
+    y, p = as_array(y_true), as_array(y_pred)
+    if y.shape != p.shape:
+        raise ValueError(f"y_true has {y.size} rows but y_pred has {p.size}")
+    if y.size == 0:
+        nan = float("nan")
+        return {"mae": nan, "rmse": nan, "bias": nan, "n": 0.0}
+    err = p - y
+    return {
+        "mae": float(np.mean(np.abs(err))),
+        "rmse": float(np.sqrt(np.mean(err * err))),
+        "bias": float(np.mean(err)),
+        "n": float(y.size),
+    }
+
+
+def model_metrics(task: str, y_true: Any, y_pred: Any, bins: int = DEFAULT_BINS) -> dict[str, float]:
+    """The overall metrics of one model for a ``regression`` or ``binary`` task."""
+    if task == "binary":
+        return binary_metrics(y_true, y_pred, bins)
+    if task == "regression":
+        return regression_metrics(y_true, y_pred)
+    raise ValueError(f"unknown task {task!r} (expected 'regression' or 'binary')")
+
+
+def slice_groups(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """``(codes, labels, rows per label)`` of slice column ``col``; KeyError if the frame lacks it."""
+    if col not in frame.columns:
+        raise KeyError(f"slice column {col!r} is not in the frame")
+    codes, labels = slice_codes(frame[col])
+    return codes, labels, np.bincount(codes, minlength=len(labels))
+
+
+def slice_codes(column: pd.Series | np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Integer codes per row and the string label of each code (missing values form a ``nan`` group).
+
+    A categorical column's own codes are used (no hashing of a million strings); its unused categories
+    are labels without rows.
+    """
+    series = pd.Series(column, copy=False)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy().astype(np.intp)
+        labels = [str(c) for c in series.cat.categories]
+        if (codes < 0).any():
+            codes[codes < 0] = len(labels)
+            labels.append("nan")
+        return codes, labels
+    codes, uniques = pd.factorize(series, use_na_sentinel=False)
+    return codes.astype(np.intp, copy=False), [str(u) for u in uniques]
+
+
+def slice_metric_names(task: str, main_metric: str = "mae") -> list[str]:
+    """The per-slice metrics of a task: the main metric always among them."""
+    names = ["logloss", "brier"] if task == "binary" else ["mae"]
+    return names if main_metric in names else [*names, main_metric]
+
+
+def slice_means(codes: np.ndarray, n_labels: int, counts: np.ndarray, metric: Metric, loss: np.ndarray) -> np.ndarray:
+    """The metric of each slice value from per-row losses (NaN for a value without rows)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return metric.finish(np.bincount(codes, weights=loss, minlength=n_labels) / counts)

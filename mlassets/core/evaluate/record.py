@@ -1,0 +1,159 @@
+"""The evaluation record: candidate and champion measured once, on the same holdout rows.
+
+Everything the gate judges is here, so the gate recomputes nothing: overall metrics of both models, one row
+per slice value (its metrics, the relative change of the main metric and its paired bootstrap interval),
+how many predictions are not finite or outside the configured range, latency and size, and calibration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.evaluate.bootstrap import GroupBootstrap, slice_intervals
+from mlassets.core.evaluate.calibration import calibration_report
+from mlassets.core.evaluate.metrics import (
+    as_array,
+    get_metric,
+    model_metrics,
+    slice_groups,
+    slice_means,
+    slice_metric_names,
+)
+from mlassets.core.records import Record
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SliceRow(Record):
+    """One value of a slice column: rows, each model's metrics, and the main metric's change vs the champion."""
+
+    slice: str
+    value: str
+    n: int
+    candidate: dict[str, float]
+    champion: dict[str, float] | None = None
+    change: float = NAN  # candidate / champion - 1 in the main metric (NaN: no champion or undefined)
+    ci_low: float = NAN  # paired bootstrap interval of ``change``
+    ci_high: float = NAN
+
+
+@dataclass(frozen=True, kw_only=True)
+class PredictionStats(Record):
+    """What the sanity rules read: non-finite predictions and those outside the configured range."""
+
+    n: int
+    non_finite: int
+    outside_range: int
+    range_min: float
+    range_max: float
+    seen_min: float
+    seen_max: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluation(Record):
+    """Candidate and champion on one holdout; the champion is the promotion log's live version."""
+
+    task: str
+    main_metric: str
+    holdout_rows: int
+    candidate: dict[str, float]
+    champion: dict[str, float] | None
+    slices: list[SliceRow]
+    predictions: PredictionStats
+    confidence: float  # of the slice intervals
+    champion_version: str | None = None
+    data_version: str = ""
+    calibration: dict[str, Any] | None = None  # binary task: {"candidate": report, "champion": report}
+    performance: dict[str, dict[str, float]] = field(default_factory=dict)  # per model: latency and size
+    predictions_uri: str = ""  # the scored holdout rows (MLflow artifact)
+
+    @property
+    def has_champion(self) -> bool:
+        return self.champion is not None
+
+    def slice_frame(self) -> pd.DataFrame:
+        """The slice rows as a table (``<model>_<metric>`` columns), for display and MLflow."""
+        records = []
+        for row in self.slices:
+            rec: dict[str, Any] = {"slice": row.slice, "value": row.value, "n": row.n}
+            rec.update({f"candidate_{k}": v for k, v in row.candidate.items()})
+            rec.update({f"champion_{k}": v for k, v in (row.champion or {}).items()})
+            rec.update({"change": row.change, "ci_low": row.ci_low, "ci_high": row.ci_high})
+            records.append(rec)
+        return pd.DataFrame.from_records(records, columns=None if records else ["slice", "value", "n"])
+
+
+def prediction_stats(pred: np.ndarray, low: float, high: float) -> PredictionStats:
+    finite = np.isfinite(pred)
+    seen = pred[finite]
+    outside = (pred < low) | (pred > high)
+    return PredictionStats(
+        n=int(pred.size), non_finite=int(pred.size - finite.sum()), outside_range=int(outside.sum()),
+        range_min=float(low), range_max=float(high),
+        seen_min=float(seen.min()) if seen.size else NAN, seen_max=float(seen.max()) if seen.size else NAN,
+    )
+
+
+def slice_rows(
+    frame: pd.DataFrame, y: np.ndarray, cand: np.ndarray, champ: np.ndarray | None, cfg: PipelineConfig,
+) -> list[SliceRow]:
+    """One row per value of each slice column (config order, values sorted); intervals with a champion."""
+    task, gate = cfg.dataset.task, cfg.gate
+    names = slice_metric_names(task, gate.main_metric)
+    main = get_metric(gate.main_metric)
+    grouped: GroupBootstrap | None = None
+    rows: list[SliceRow] = []
+    for col in cfg.dataset.slices:
+        codes, labels, counts = slice_groups(frame, col)
+        per_model = {"candidate": cand} if champ is None else {"candidate": cand, "champion": champ}
+        values = {model: {m: slice_means(codes, len(labels), counts, get_metric(m), get_metric(m).loss(y, p))
+                          for m in names} for model, p in per_model.items()}
+        change = lo = hi = np.full(len(labels), NAN)
+        if champ is not None:
+            loss_c, loss_h = main.loss(y, cand), main.loss(y, champ)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                change = values["candidate"][main.name] / values["champion"][main.name] - 1.0
+            lo, hi, grouped = slice_intervals(col, labels, codes, counts, loss_c, loss_h, gate.bootstrap_samples,
+                                              gate.confidence, cfg.training.seed, main.root, grouped)
+        for k in sorted((k for k in range(len(labels)) if counts[k] > 0), key=lambda i: labels[i]):
+            rows.append(SliceRow(
+                slice=col, value=labels[k], n=int(counts[k]),
+                candidate={m: float(values["candidate"][m][k]) for m in names},
+                champion=None if champ is None else {m: float(values["champion"][m][k]) for m in names},
+                change=float(change[k]), ci_low=float(lo[k]), ci_high=float(hi[k]),
+            ))
+    return rows
+
+
+def evaluate_models(
+    frame: pd.DataFrame, y_true: Any, pred_candidate: Any, pred_champion: Any | None, cfg: PipelineConfig,
+    *, champion_version: str | None = None, data_version: str = "",
+    performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "",
+) -> Evaluation:
+    """Measure both models on the same rows (``frame`` holds the slice columns)."""
+    y, cand = as_array(y_true), as_array(pred_candidate)
+    champ = None if pred_champion is None else as_array(pred_champion)
+    for what, arr in (("pred_candidate", cand), ("pred_champion", champ), ("frame", frame)):
+        if arr is not None and len(arr) != y.size:
+            raise ValueError(f"{what} has {len(arr)} rows but y_true has {y.size}")
+    task = cfg.dataset.task
+    calibration = None
+    if task == "binary":
+        calibration = {"candidate": calibration_report(y, cand)}
+        if champ is not None:
+            calibration["champion"] = calibration_report(y, champ)
+    return Evaluation(
+        task=task, main_metric=cfg.gate.main_metric, holdout_rows=int(y.size),
+        candidate=model_metrics(task, y, cand), champion=None if champ is None else model_metrics(task, y, champ),
+        slices=slice_rows(frame, y, cand, champ, cfg),
+        predictions=prediction_stats(cand, cfg.gate.prediction_min, cfg.gate.prediction_max),
+        confidence=cfg.gate.confidence, champion_version=champion_version, data_version=data_version,
+        calibration=calibration, performance=dict(performance or {}), predictions_uri=predictions_uri,
+    )

@@ -1,0 +1,147 @@
+"""The gate's rules, each read off the evaluation record: value, limit, pass/fail and one plain sentence.
+
+``mlassets.core.evaluate.gate.evaluate_gate`` runs them; see its module for the list. Nothing here touches a
+prediction: every number was measured once, by the evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlassets.core.config import GateConfig
+from mlassets.core.evaluate.metrics import get_metric
+from mlassets.core.evaluate.record import Evaluation, SliceRow
+from mlassets.core.records import Record
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleResult(Record):
+    name: str
+    value: float
+    limit: float
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnjudgedSlice(Record):
+    """A slice value with too few holdout rows for the slice rule to judge it."""
+
+    slice: str
+    value: str
+    n: int
+    min_rows: int
+
+    def describe(self) -> str:
+        return f"{self.slice}={self.value} ({self.n} rows < {self.min_rows})"
+
+
+def rule(name: str, value: float, limit: float, passed: bool, reason: str) -> RuleResult:
+    return RuleResult(name=name, value=float(value), limit=float(limit), passed=bool(passed),
+                      reason="" if passed else reason)
+
+
+def pct(x: float, digits: int = 1) -> str:
+    return f"{x * 100:+.{digits}f}%"
+
+
+def limit_pct(x: float) -> str:
+    return f"{x * 100:+g}%"
+
+
+def sanity_rules(evaluation: Evaluation) -> list[RuleResult]:
+    s = evaluation.predictions
+    rules = [rule("sanity_finite", s.non_finite, 0, s.non_finite == 0,
+                  f"{s.non_finite} of {s.n} predictions are not finite (NaN or infinite)")]
+    share = s.outside_range / s.n if s.n else 0.0
+    rules.append(rule(
+        "sanity_range", share, 0, share == 0,
+        f"{s.outside_range} predictions ({share:.2%}) fall outside [{s.range_min:g}, {s.range_max:g}]; "
+        f"predictions seen range from {s.seen_min:.2f} to {s.seen_max:.2f}",
+    ))
+    return rules
+
+
+def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
+    metric = get_metric(cfg.main_metric)
+    value = evaluation.candidate.get(metric.name, np.nan)
+    if evaluation.champion is None:
+        limit = cfg.absolute_max_metric
+        if not np.isfinite(value):
+            return rule("absolute_main_metric", value, limit, False, f"candidate {metric.label} is not finite")
+        return rule(
+            "absolute_main_metric", value, limit, bool(value <= limit),
+            f"{metric.label} {metric.fmt(value)} is above the absolute limit {metric.fmt(limit)} "
+            "for a first model (no champion)",
+        )
+    base = evaluation.champion.get(metric.name, np.nan)
+    limit = base * (1 + cfg.tolerance)
+    if not np.isfinite(value):
+        return rule("main_metric", value, limit, False, f"candidate {metric.label} is not finite")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        change = value / base - 1 if base else float("inf")
+    return rule(
+        "main_metric", value, limit, bool(value <= limit),
+        f"{metric.label} {metric.fmt(value)} vs champion {metric.fmt(base)} "
+        f"({pct(change)}, limit {limit_pct(cfg.tolerance)})",
+    )
+
+
+def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
+    """Fails only when the change exceeds ``slice_max_regression`` *and* its interval lies entirely above zero."""
+    metric = get_metric(cfg.main_metric)
+    name = f"slice {row.slice}={row.value}"
+    regressed = row.change > cfg.slice_max_regression  # NaN (undefined): not a regression
+    passed = not regressed or not row.ci_low > 0
+    champion = (row.champion or {}).get(metric.name, np.nan)
+    return rule(
+        name, row.change, cfg.slice_max_regression, passed,
+        f"{name}: {metric.label} {metric.fmt(row.candidate[metric.name], True)} vs champion "
+        f"{metric.fmt(champion, True)} ({pct(row.change)}, limit {limit_pct(cfg.slice_max_regression)}); "
+        f"{confidence * 100:g}% interval [{pct(row.ci_low)}, {pct(row.ci_high)}]",
+    )
+
+
+def slice_rules(cfg: GateConfig, evaluation: Evaluation) -> tuple[list[RuleResult], list[UnjudgedSlice]]:
+    """A rule per slice value of at least ``slice_min_rows`` rows; the others are listed as unjudged."""
+    if evaluation.champion is None:
+        return [], []
+    minimum = max(cfg.slice_min_rows, 1)
+    rules = [slice_rule(cfg, r, evaluation.confidence) for r in evaluation.slices if r.n >= minimum]
+    unjudged = [UnjudgedSlice(slice=r.slice, value=r.value, n=r.n, min_rows=minimum)
+                for r in evaluation.slices if r.n < minimum]
+    return rules, unjudged
+
+
+def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
+    """``gate.small_slices``: ``pass`` lists the unjudged slices; ``hold`` keeps the candidate back for them."""
+    listed = ", ".join(u.describe() for u in unjudged[:8]) + (f" and {len(unjudged) - 8} more" if len(unjudged) > 8
+                                                              else "")
+    return rule("unjudged_slices", len(unjudged), 0, cfg.small_slices == "pass" or not unjudged,
+                f"{len(unjudged)} slice value(s) have too few holdout rows to judge (gate.small_slices: hold): "
+                f"{listed}")
+
+
+def budget_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
+    """``latency_p99``, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
+    perf = evaluation.performance.get("candidate", {})
+    rules = []
+    if "single_p99_ms" in perf:
+        ms, budget = float(perf["single_p99_ms"]), cfg.latency_p99_ms
+        rules.append(rule("latency_p99", ms, budget, bool(ms <= budget),
+                          f"p99 latency {ms:.1f} ms > budget {budget:g} ms (single row)"))
+    if "size_bytes" in perf:
+        mb, budget = float(perf["size_bytes"]) / MB, cfg.max_size_mb
+        rules.append(rule("model_size", mb, budget, bool(mb <= budget),
+                          f"model size {mb:.2f} MB > budget {budget:g} MB"))
+    report = (evaluation.calibration or {}).get("candidate")
+    if evaluation.task == "binary" and report is not None:
+        ece, limit = float(report["ece"]), cfg.calibration_max_ece
+        reason = (f"calibration error (ECE) {ece:.3f} > limit {limit:g}" if np.isfinite(ece)
+                  else "calibration error (ECE) is undefined (no finite predictions)")
+        rules.append(rule("calibration_ece", ece, limit, bool(ece <= limit), reason))
+    return rules

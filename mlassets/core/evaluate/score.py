@@ -1,0 +1,134 @@
+"""Score the candidate and the champion on the same holdout rows, through each one's own preprocessing;
+measure their latency and size; turn the result into the ``Evaluation`` record and MLflow metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import numpy as np
+import pandas as pd
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.evaluate.latency import measure_latency
+from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes
+
+PREDICTIONS = "predictions.parquet"
+LATENCY_SAMPLE_ROWS = 2048
+_CALL_COUNTS = ("n_single", "n_batches", "batch_rows")  # how latency was measured: not metrics
+REFERENCE_LATENCY = {"n_single": 50, "n_batches": 3}  # the champion's latency is shown, not gated
+_MLFLOW_BATCH = 500  # metrics per log_batch call (MLflow's limit is 1000)
+_METRIC_NAME_BAD = re.compile(r"[^\w.\- ]")  # MLflow metric names: alphanumerics, _ - . space and /
+
+
+def slice_frame(holdout: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The slice columns as categories of strings (so slice codes need no hashing); missing stays missing."""
+    out = {}
+    for column in columns:
+        values = holdout[column].astype("category")
+        if not all(isinstance(c, str) for c in values.cat.categories):
+            values = holdout[column].astype(str).astype("category")
+        out[column] = values
+    return pd.DataFrame(out, index=holdout.index)
+
+
+def score_holdout(
+    holdout: pd.DataFrame, cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None
+) -> pd.DataFrame:
+    """One row per holdout row: slice columns (as string categories), the target, each model's prediction."""
+    frame = slice_frame(holdout, cfg.dataset.slices)
+    frame["y"] = holdout[cfg.dataset.target].to_numpy(dtype=np.float64)
+    frame["candidate"] = candidate.predict(holdout)
+    frame["champion"] = champion.predict(holdout) if champion is not None else np.nan
+    return frame
+
+
+def latency_sample(holdout: pd.DataFrame, bundles: list[ModelBundle], seed: int = 0) -> pd.DataFrame:
+    """Up to ``LATENCY_SAMPLE_ROWS`` random holdout rows with only the models' input columns (a request)."""
+    columns = list(dict.fromkeys(c for b in bundles for c in (*b.preprocessor.categorical, *b.preprocessor.numeric)))
+    rows = holdout.sample(n=min(len(holdout), LATENCY_SAMPLE_ROWS), random_state=seed)
+    return rows[columns].reset_index(drop=True)
+
+
+def measure_model(
+    bundle: ModelBundle, directory: str | Path | None, sample: pd.DataFrame, **latency: Any
+) -> dict[str, float]:
+    """Latency of ``bundle.predict`` on rows of ``sample`` (see ``latency_sample``) and the saved bundle's size.
+
+    ``latency`` goes to ``measure_latency`` (e.g. fewer calls for a model measured only for reference).
+    """
+    out = measure_latency(bundle.predict, sample, **latency)
+    if directory is not None:
+        out["size_bytes"] = float(bundle_size_bytes(directory))
+    return out
+
+
+def measure_models(
+    bundles: dict[str, ModelBundle], dirs: dict[str, str | Path], holdout: pd.DataFrame, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """``measure_model`` per model on one shared sample; the gate reads the candidate's, the others get
+    fewer calls (they are shown for reference)."""
+    sample = latency_sample(holdout, list(bundles.values()), seed)
+    return {
+        model: measure_model(bundle, dirs.get(model), sample, **({} if model == "candidate" else REFERENCE_LATENCY))
+        for model, bundle in bundles.items()
+    }
+
+
+def has_champion(predictions: pd.DataFrame) -> bool:
+    return not np.isnan(predictions["champion"].to_numpy(dtype=np.float64)).all()
+
+
+def evaluation_of(
+    predictions: pd.DataFrame, cfg: PipelineConfig, performance: dict[str, dict[str, float]] | None = None,
+    **context: Any,
+) -> Evaluation:
+    """The evaluation record of a scored holdout (see ``score_holdout``); ``performance`` is attached as measured
+    and ``context`` (champion_version, data_version, predictions_uri) is recorded as given."""
+    champion = predictions["champion"].to_numpy()
+    return evaluate_models(predictions, predictions["y"].to_numpy(), predictions["candidate"].to_numpy(),
+                           champion if has_champion(predictions) else None, cfg, performance=performance, **context)
+
+
+def metric_key(*parts: str) -> str:
+    """An MLflow-safe metric name from parts joined by ``/`` (``=``, ``:`` and the like become ``_``)."""
+    clean = [_METRIC_NAME_BAD.sub("_", str(p)).strip() or "_" for p in parts]
+    return "/".join("_" if p in (".", "..") else p for p in clean)
+
+
+def evaluation_metrics(evaluation: Evaluation) -> dict[str, float]:
+    """Flat MLflow metrics: ``holdout_<model>_<metric>``, ``<model>_<latency/size>`` and per slice
+    ``slice_<metric>/<column>/<value>`` (candidate), ``slice_champion_<metric>/...`` and ``slice_n/...``."""
+    out = {f"holdout_candidate_{k}": v for k, v in evaluation.candidate.items()}
+    out.update({f"holdout_champion_{k}": v for k, v in (evaluation.champion or {}).items()})
+    for model, perf in evaluation.performance.items():
+        out.update({f"{model}_{k}": v for k, v in perf.items() if k not in _CALL_COUNTS})
+    for row in evaluation.slices:
+        out[metric_key("slice_n", row.slice, row.value)] = float(row.n)
+        for metric, value in row.candidate.items():
+            out[metric_key(f"slice_{metric}", row.slice, row.value)] = value
+        for metric, value in (row.champion or {}).items():
+            out[metric_key(f"slice_champion_{metric}", row.slice, row.value)] = value
+    return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
+
+
+def log_evaluation(evaluation: Evaluation) -> None:
+    """The evaluation's numbers as MLflow metrics of the active run (see ``evaluation_metrics``), for charts."""
+    metrics = list(evaluation_metrics(evaluation).items())
+    for start in range(0, len(metrics), _MLFLOW_BATCH):
+        mlflow.log_metrics(dict(metrics[start : start + _MLFLOW_BATCH]))
+
+
+def log_predictions(predictions: pd.DataFrame, artifact_path: str) -> str:
+    """Store the scored holdout in the active MLflow run; return its artifact URI."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / PREDICTIONS
+        predictions.to_parquet(path, index=False)
+        mlflow.log_artifact(str(path), artifact_path=artifact_path)
+    return f"{mlflow.get_artifact_uri(artifact_path)}/{PREDICTIONS}"

@@ -1,0 +1,106 @@
+"""Feature preparation: build the joined frame of each partition and split a version by time.
+
+holdout = the newest ``holdout_days`` local days, validation = the ``validation_days`` before, training =
+older rows inside ``train_window_months``. Rows keep their raw columns: each model bundles its own fitted
+preprocessing, so any model can score any version's rows. A partition's frame depends only on that
+partition's raw tables, so it can be cached; the split is global (it depends on the newest day).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.days import local_days
+from mlassets.core.data.sources import get_source
+
+SPLITS = ("train", "validation", "holdout")
+# Bump when build_frame, feature_columns or the day histogram change what a cached partition frame holds.
+FEATURE_CODE_VERSION = "1"
+
+
+def feature_columns(cfg: PipelineConfig) -> list[str]:
+    ds, feats = cfg.dataset, cfg.features
+    cols = [*ds.key, *ds.slices, *feats.categorical, *feats.numeric, ds.target, ds.time_column]
+    return list(dict.fromkeys(cols))
+
+
+@dataclass(frozen=True)
+class SplitBounds:
+    """First local day of each split: train >= ``train``, validation >= ``validation``, holdout >= ``holdout``."""
+
+    train: pd.Timestamp
+    validation: pd.Timestamp
+    holdout: pd.Timestamp
+
+    @classmethod
+    def of(cls, last_day: pd.Timestamp, cfg: PipelineConfig) -> SplitBounds:
+        feats = cfg.features
+        holdout = last_day - pd.Timedelta(days=feats.holdout_days - 1)
+        validation = holdout - pd.Timedelta(days=feats.validation_days)
+        return cls(validation - pd.DateOffset(months=feats.train_window_months), validation, holdout)
+
+    def to_dict(self) -> dict[str, str]:
+        return {name: getattr(self, name).date().isoformat() for name in SPLITS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, str]) -> SplitBounds:
+        return cls(**{name: pd.Timestamp(data[name]) for name in SPLITS})
+
+    def assign(self, day: pd.Series) -> pd.Series:
+        """The split of each local day: ``train``, ``validation``, ``holdout`` or ``""`` (outside the window)."""
+        split = pd.Series("", index=day.index, dtype=object)
+        split[day >= self.train] = "train"
+        split[day >= self.validation] = "validation"
+        split[day >= self.holdout] = "holdout"
+        return split
+
+
+def split_by_time(frame: pd.DataFrame, cfg: PipelineConfig, bounds: SplitBounds | None = None) -> pd.Series:
+    """The split of each row; the bounds follow from the frame's newest local day unless given."""
+    day = local_days(frame[cfg.dataset.time_column], cfg.features.timezone)
+    return (bounds or SplitBounds.of(day.max(), cfg)).assign(day)
+
+
+def partition_frame(tables: Mapping[str, pd.DataFrame], cfg: PipelineConfig) -> pd.DataFrame:
+    """The source's joined rows of some raw tables, reduced to the feature columns."""
+    frame = get_source(cfg.dataset.source).build_frame(dict(tables))
+    missing = [c for c in feature_columns(cfg) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"features: column {missing[0]!r} is not produced by source {cfg.dataset.source!r}")
+    return frame[feature_columns(cfg)]
+
+
+def day_histogram(frame: pd.DataFrame, cfg: PipelineConfig) -> dict[str, int]:
+    """Rows per local day (ISO date): enough to count a cached frame's rows per split without reading it."""
+    counts = local_days(frame[cfg.dataset.time_column], cfg.features.timezone).value_counts()
+    return {day.date().isoformat(): int(n) for day, n in sorted(counts.items())}
+
+
+def split_counts(histogram: Mapping[str, int], bounds: SplitBounds) -> dict[str, int]:
+    """Rows per split of a day histogram (ISO dates compare like the days they name)."""
+    first = bounds.to_dict()
+    counts = dict.fromkeys(SPLITS, 0)
+    for day, n in histogram.items():
+        split = next((name for name in reversed(SPLITS) if day >= first[name]), "")
+        if split:
+            counts[split] += n
+    return counts
+
+
+def check_splits(rows: Mapping[str, int]) -> None:
+    for name in SPLITS:
+        if not rows.get(name):
+            raise ValueError(f"features: the {name} split is empty (rows span too few days for the windows)")
+
+
+def prepare_features(tables: dict[str, pd.DataFrame], cfg: PipelineConfig) -> dict[str, pd.DataFrame]:
+    """The train / validation / holdout frames of a data version, from all its raw tables at once."""
+    frame = partition_frame(tables, cfg)
+    split = split_by_time(frame, cfg)
+    parts = {name: frame[split == name].reset_index(drop=True) for name in SPLITS}
+    check_splits({name: len(part) for name, part in parts.items()})
+    return parts

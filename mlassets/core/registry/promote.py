@@ -1,0 +1,147 @@
+"""Promotions and rollbacks: each one is a row of the promotion log first, and only the row's winner moves the
+``champion`` alias (the ``champion`` asset and the CLI go through the same functions).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from mlflow.entities.model_registry import ModelVersion
+
+from mlassets.core.registry import promotion
+from mlassets.core.registry.promotion import (
+    FORCE,
+    GENESIS,
+    LOST,
+    PROMOTE,
+    ROLLBACK,
+    Entry,
+    PromotionError,
+    PromotionLog,
+)
+from mlassets.core.registry.versions import (
+    CHAMPION,
+    RegistryError,
+    _client,
+    alias_version,
+    check_model,
+    gate_passed,
+    get_version,
+    set_alias,
+)
+
+
+def serving_basis(record: ModelVersion, log: PromotionLog | None = None) -> str:
+    """Why ``record`` may be served: its passing gate, or a forced promotion with a reason; else raise."""
+    if gate_passed(record):
+        return "gate passed"
+    forced = (log or PromotionLog()).forced_reason(record.name, str(record.version))
+    if forced:
+        return f"forced promotion: {forced}"
+    summary = record.tags.get("gate_summary") or "no gate result recorded"
+    summary = summary if len(summary) <= 300 else summary[:297] + "..."
+    raise RegistryError(f"model {record.name!r} version {record.version} has no passing gate result ({summary}) "
+                        "and no forced promotion with a reason in the promotion log; refusing it")
+
+
+def _version_arg(version: str | int) -> str:
+    text = str(version).strip()
+    return text[1:] if text[:1] in "vV" and text[1:].isdigit() else text
+
+
+def live_version(name: str, log: PromotionLog | None = None) -> str | None:
+    """The champion by the promotion log (the alias when the log has no row for ``name`` yet)."""
+    live = (log or PromotionLog()).live(name)
+    if live is not None:
+        return live.to_version
+    current = alias_version(name, CHAMPION)
+    return str(current.version) if current else None
+
+
+def promote(name: str, version: str | int, *, who: str | None = None, reason: str = "", force: bool = False,
+            gated_against: str | None = None, expected_seq: int | None = None,
+            log: PromotionLog | None = None) -> Entry:
+    """Move ``champion`` to ``version`` through the log. Refused (nothing changed) for an unknown model or
+    version, a version without a passing gate unless ``force`` with a ``reason``, a damaged log, or
+    ``gated_against`` (the champion the gate compared with, "none" for none) that is no longer the champion.
+    ``expected_seq``: promote only if the log still ends at that seq. ``LostRace`` when another promotion
+    took the seq first."""
+    log = log or PromotionLog()
+    check_model(name)
+    record = get_version(name, _version_arg(version))
+    if force and not reason.strip():
+        raise PromotionError(f"forcing {name!r} version {record.version} needs a reason (--reason TEXT)")
+    if not force:
+        try:
+            serving_basis(record, log)
+        except RegistryError as exc:
+            raise PromotionError(f"{exc}; to promote it anyway: --force --reason TEXT") from None
+    return _move(name, FORCE if force else PROMOTE, str(record.version), who=who, reason=reason, log=log,
+                 gated_against=gated_against, expected_seq=expected_seq)
+
+
+def rollback(name: str, *, who: str | None = None, reason: str = "", log: PromotionLog | None = None,
+             expected_seq: int | None = None) -> Entry:
+    """Move ``champion`` back to the champion before the live one (rollbacks stack: two go back two)."""
+    log = log or PromotionLog()
+    check_model(name)
+    champions = log.lineage(name)
+    if len(champions) < 2:
+        live = f"v{champions[-1]}" if champions else "none"
+        raise PromotionError(f"model {name!r} has no earlier champion to roll back to (champion: {live})")
+    target = get_version(name, champions[-2])
+    return _move(name, ROLLBACK, str(target.version), who=who, reason=reason or f"rollback from v{champions[-1]}",
+                 log=log, expected_seq=expected_seq)
+
+
+def _move(name: str, action: str, version: str, *, who: str | None, reason: str, log: PromotionLog,
+          gated_against: str | None = None, expected_seq: int | None = None) -> Entry:
+    damage = log.verify(name)
+    if damage:
+        raise PromotionError(f"{damage[0]}; refusing to append to a damaged log (nothing changed)")
+    entries = log.entries(name)
+    head = entries[-1] if entries else None
+    head_seq = head.seq if head else 0
+    current = live_version(name, log)
+    if gated_against is not None and gated_against != (current or "none"):
+        raise PromotionError(f"model {name!r} version {version} was gated against champion {gated_against}, but "
+                             f"the champion is now {current or 'none'}; evaluate it again (nothing changed)")
+    if current == version and action != ROLLBACK:
+        raise PromotionError(f"model {name!r} version {version} is already the champion (nothing changed)")
+    seq = head_seq if expected_seq is None else expected_seq
+    if seq > head_seq:
+        raise PromotionError(f"promotion log of {name!r} ends at seq {head_seq}, not {seq}")
+    fields = {"action": action, "from_version": current, "to_version": version, "who": who, "reason": reason}
+    if seq == head_seq:
+        moved: list[bool] = []
+
+        def move_alias(_: Entry) -> None:
+            set_alias(name, CHAMPION, version)
+            moved.append(True)
+
+        try:
+            return log.append(name, seq + 1, head.hash if head else GENESIS, fields, before_commit=move_alias)
+        except sa.exc.IntegrityError:
+            if moved:  # (a constraint checked at commit): the row is not there, so neither is the alias
+                _restore(name, log, current)
+        except BaseException:
+            if moved:  # the row did not commit: put the alias back where the log says it is
+                _restore(name, log, current)
+            raise
+    winner = next((e for e in log.entries(name) if e.seq == seq + 1), None)
+    won = f"seq {winner.seq} ({winner.action} v{winner.to_version} by {winner.who})" if winner else f"seq {seq + 1}"
+    attempt = log.append_next(name, {**fields, "action": action + LOST, "from_version": live_version(name, log),
+                                     "reason": f"lost the race to {won}" + (f"; {reason}" if reason else "")})
+    raise promotion.LostRace(f"model {name!r}: {action} to v{version} lost the race to {won}; the attempt is "
+                             f"recorded as seq {attempt.seq} and the champion was not touched", attempt, winner)
+
+
+def _restore(name: str, log: PromotionLog, fallback: str | None) -> None:
+    try:  # the alias itself is what we moved, so it is no witness
+        live = log.live(name)
+        version = live.to_version if live else fallback
+    except Exception:  # noqa: BLE001 - the log is unreachable: the state read before the attempt
+        version = fallback
+    if version is None:
+        _client().delete_registered_model_alias(name, CHAMPION)
+    else:
+        set_alias(name, CHAMPION, version)

@@ -1,0 +1,92 @@
+"""The model registry in MLflow: every candidate is a model version whose tags are its ``RegistryRecord``.
+
+Aliases are moved only by ``mlassets.core.registry.promote`` (through the promotion log).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+
+from mlassets.core.records import RecordError
+from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
+from mlassets.core.train.artifact import ModelBundle, load_bundle
+from mlassets.core.train.mlflow_model import bundle_path, signature_of
+
+CHAMPION = "champion"
+CHALLENGER = "challenger"
+
+
+class RegistryError(LookupError):
+    """An unknown model or version, or a version that may not be served or promoted."""
+
+
+def _client() -> mlflow.MlflowClient:
+    return mlflow.MlflowClient()
+
+
+def register(name: str, model_uri: str, record: RegistryRecord) -> ModelVersion:
+    """A new version of ``name`` for the logged model, whose tags are ``record``."""
+    client = _client()
+    try:
+        client.get_registered_model(name)
+    except MlflowException:
+        client.create_registered_model(name, description="Registered by mlassets; tags hold each record.")
+    return client.create_model_version(name, model_uri, tags=record.to_tags())
+
+
+def record_of(version: ModelVersion) -> RegistryRecord:
+    """The version's registry record, read back from its tags (``RegistryError`` if incomplete)."""
+    try:
+        return RegistryRecord.from_tags(version.tags)
+    except RecordError as exc:
+        raise RegistryError(f"model {version.name!r} version {version.version}: incomplete record ({exc})") from None
+
+
+def set_signature(model_uri: str, bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> None:
+    """Record the signature of an already logged model (see ``signature_of``)."""
+    mlflow.models.set_signature(model_uri, signature_of(bundle, rows, n))
+
+
+def check_model(name: str) -> None:
+    try:
+        _client().get_registered_model(name)
+    except MlflowException:
+        raise RegistryError(f"model {name!r} is not registered") from None
+
+
+def get_version(name: str, version: str | int) -> ModelVersion:
+    try:
+        return _client().get_model_version(name, str(version))
+    except MlflowException:
+        raise RegistryError(f"model {name!r} has no version {version!r}") from None
+
+
+def alias_version(name: str, alias: str = CHAMPION) -> ModelVersion | None:
+    """The version an alias points at, or None when the model or alias does not exist."""
+    try:
+        return _client().get_model_version_by_alias(name, alias)
+    except MlflowException:
+        return None
+
+
+def set_alias(name: str, alias: str, version: str | int) -> None:
+    _client().set_registered_model_alias(name, alias, str(version))
+
+
+def gate_passed(version: ModelVersion) -> bool:
+    """Whether the version's record holds a passing gate result (read from the tag that mirrors it)."""
+    return version.tags.get(GATE_PASSED) == "true"
+
+
+def bundle_dir(version: ModelVersion) -> Path:
+    """The local directory of a version's bundle (downloaded from the artifact store if it is remote)."""
+    return bundle_path(version.source)
+
+
+def load_version_bundle(version: ModelVersion) -> ModelBundle:
+    return load_bundle(bundle_dir(version))

@@ -1,0 +1,89 @@
+"""Launching a training run: the job handed to the training process, the command that runs it, and what the
+launcher records afterwards (its checkpoints in the store, its provenance)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mlassets.core import lineage
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.raw import derived_repo
+from mlassets.core.data.store import VersionedStore
+from mlassets.core.features.store import BRANCH, export_splits
+from mlassets.core.train.checkpoint_files import verify
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.result import CheckpointSet, Provenance, TrainingResult
+
+
+def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, out_dir: Path,
+                config: dict[str, Any] | None = None) -> Path:
+    """Export the train and validation splits next to a job file; return the job file's path.
+
+    ``config``: the config as recorded (a rebuild), when it should be handed on exactly as it was stored.
+    """
+    files = export_splits(store, cfg, data_version, out_dir / "data", ("train", "validation"))
+    job = TrainJob(
+        config=config if config is not None else cfg.to_dict(),
+        train_path=str(files["train"]),
+        validation_path=str(files["validation"]),
+        out_dir=str(out_dir),
+        data_version=data_version,
+    )
+    path = out_dir / "job.json"
+    job.to_json(path)
+    return path
+
+
+def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, mlflow_run_id: str) -> Provenance:
+    """How a candidate was made: the reproducibility part of its registry record."""
+    return Provenance(
+        dataset=cfg.dataset.name, data_commit=result.data_version, source=cfg.dataset.source,
+        store_backend=store_backend, git_sha=lineage.git_sha(), git_dirty=lineage.git_dirty(),
+        config_hash=cfg.config_hash(), lock_hash=lineage.lock_hash(), seed=result.seed,
+        environment=result.environment, weights_sha256=result.weights_sha256, mlflow_run_id=mlflow_run_id,
+        image_digest=os.environ.get("MLASSETS_IMAGE_DIGEST", ""),
+    )
+
+
+def train_command(nproc: int, job_path: Path, torchrun: bool = False) -> list[str]:
+    """The command that trains ``job_path``: one plain process, or torchrun with ``nproc`` local ranks.
+
+    ``torchrun=True`` launches one rank through torchrun too: it then joins a process group (DDP or FSDP
+    over NCCL on one GPU) instead of training as a plain process.
+
+    torchrun never restarts ranks (``--max-restarts=0``): the orchestrator's retry policy restarts the
+    whole step, where every restart is visible, and the new attempt resumes from the newest checkpoint.
+    """
+    if nproc <= 1 and not torchrun:
+        return [sys.executable, "-m", "mlassets.core.train", "--job", str(job_path)]
+    script = Path(sys.executable).with_name("torchrun")
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*launcher, "--standalone", "--nnodes=1", f"--nproc-per-node={nproc}", "--max-restarts=0",
+            "-m", "mlassets.core.train", "--job", str(job_path)]
+
+
+def commit_checkpoints(store: VersionedStore, cfg: PipelineConfig, run_key: str, result: TrainingResult,
+                       working_area: Path) -> CheckpointSet:
+    """Commit the final and the best checkpoint to the derived repository (never the watched branch).
+
+    Each is checked against its manifest first.
+    """
+    repo = derived_repo(cfg)
+    store.create_repo(repo, default_branch=BRANCH)
+    changes: dict[str, bytes | None] = {}
+    prefixes, names = {}, {}
+    for kind, path in (("final", result.final_checkpoint), ("best", result.best_checkpoint)):
+        if path is None:
+            raise ValueError(f"training result of {result.data_version[:12]} names no {kind} checkpoint")
+        directory = Path(path)
+        verify(directory)
+        prefixes[kind], names[kind] = f"checkpoints/{result.data_version}/{run_key}/{kind}", directory.name
+        for file in sorted(directory.iterdir()):
+            changes[f"{prefixes[kind]}/{file.name}"] = file.read_bytes()
+    meta = {"data_version": result.data_version, "run": run_key, **names}
+    commit = store.commit(repo, BRANCH, changes, f"Checkpoints of {result.data_version[:12]} (run {run_key})", meta)
+    return CheckpointSet(commit=commit.id, final_uri=store.uri(repo, commit.id, prefixes["final"]),
+                         best_uri=store.uri(repo, commit.id, prefixes["best"]), working_area=str(working_area))

@@ -1,0 +1,59 @@
+"""A model bundle as an MLflow model: logged from code (``pyfunc_model.py``) with its signature, and found again."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import yaml
+from mlflow.models import ModelSignature
+
+from mlassets.core.train.artifact import ModelBundle, load_bundle
+
+PYFUNC_CODE = Path(__file__).with_name("pyfunc_model.py")
+
+
+def pip_requirements() -> list[str]:
+    import pandas
+    import torch
+
+    torch_version = torch.__version__.split("+")[0]
+    return [f"torch=={torch_version}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
+
+
+def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> ModelSignature:
+    """The model's input/output signature, inferred from a few raw rows and their predictions."""
+    sample = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(n).reset_index(drop=True)
+    with warnings.catch_warnings():  # its hint on integer columns: the source's dtypes are fixed per column
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        return mlflow.models.infer_signature(sample, bundle.predict(sample))
+
+
+def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model") -> str:
+    """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI.
+
+    With ``rows`` (raw feature rows) the model gets its input/output signature and an input example at once.
+    """
+    signature = example = None
+    if rows is not None:
+        bundle = load_bundle(bundle_dir)
+        signature = signature_of(bundle, rows)
+        example = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(5)
+    info = mlflow.pyfunc.log_model(
+        name=name,
+        python_model=str(PYFUNC_CODE),
+        artifacts={"bundle": str(bundle_dir)},
+        pip_requirements=pip_requirements(),
+        signature=signature,
+        input_example=example,
+    )
+    return info.model_uri
+
+
+def bundle_path(model_uri: str) -> Path:
+    """Local path of the bundle inside a logged model (downloaded if the store is remote)."""
+    root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri))
+    spec = yaml.safe_load((root / "MLmodel").read_text())
+    return root / spec["flavors"]["python_function"]["artifacts"]["bundle"]["path"]

@@ -1,0 +1,60 @@
+"""Serving spans: the model bundle's own instrumentation, traced requests, p50/p99 and slow against fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mlassets.core.diagnose import spans
+from mlassets.core.diagnose.serving_trace import trace_requests
+from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train.artifact import ModelBundle, build_model
+from mlassets.core.train.synthetic import flights_like
+
+CATEGORICAL, NUMERIC = ["carrier", "origin"], ["dep_hour", "distance"]
+
+
+def _bundle() -> ModelBundle:
+    rows = flights_like(500, 0)
+    pre = Preprocessor.fit(rows, CATEGORICAL, NUMERIC)
+    config = {"embedding_dim": 4, "hidden": [8]}
+    return ModelBundle(build_model(config, pre.cardinalities, len(NUMERIC)), pre, config, "arr_delay")
+
+
+def test_traced_requests_give_every_stage_and_a_slow_vs_fast_answer(tmp_path: Path) -> None:
+    flights_like(3000, 1).to_parquet(tmp_path / "rows.parquet")
+    trace_file = tmp_path / "spans.jsonl"
+    count = trace_requests(_bundle().predict, tmp_path / "rows.parquet", tmp_path / "out", trace_file, batch_rows=100)
+    assert count == 30 and len(list((tmp_path / "out").glob("*.parquet"))) == 30
+    frame = spans.read_spans(trace_file)
+    assert set(frame["name"]) == {"request", "read", "preprocessing", "model", "write"}
+    reqs = spans.requests(frame, "request")
+    assert len(reqs) == 30 and (reqs[list(spans.STAGES)] > 0).all().all()
+    table = spans.stage_table(reqs)
+    assert (table["p99_ms"] >= table["p50_ms"]).all()
+    comparison = spans.slow_vs_fast(reqs)
+    assert comparison.stage in (*spans.STAGES, "other") and "p99" in comparison.sentence()
+
+
+def test_slow_vs_fast_names_the_stage_that_grows() -> None:
+    rows = [{"total": 80.0, "read": 15, "preprocessing": 10, "model": 20, "write": 35, "other": 0}] * 98
+    rows += [{"total": 160.0, "read": 15, "preprocessing": 10, "model": 20, "write": 35, "other": 80}] * 2
+    reqs = pd.DataFrame(rows)
+    comparison = spans.slow_vs_fast(reqs)
+    assert comparison.stage == "other" and round(float(comparison.extra.sum())) == 80
+    assert spans.read_spans(Path("/nonexistent/spans.jsonl")).empty
+
+
+def test_the_predictions_path_is_traced_into_the_home(home: str) -> None:
+    from mlassets.core.config import load_config, shipped_configs
+    from mlassets.core.data.store import open_store
+    from mlassets.serving import ServedModel, write_predictions
+
+    cfg = load_config(shipped_configs()["flights"])
+    model = ServedModel("flights_arr_delay", "1", "gate passed", _bundle())
+    result = write_predictions(open_store("local"), cfg, "v" * 40, model, flights_like(200, 2))
+    assert result.rows == 200
+    frame = spans.read_spans(Path(home) / "traces" / "serving.jsonl")
+    reqs = spans.requests(frame, "batch_inference")
+    assert len(reqs) == 1 and (reqs[["preprocessing", "model", "write"]] > 0).all().all()

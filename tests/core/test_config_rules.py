@@ -1,0 +1,91 @@
+"""Every cross-field rule fails at load, naming the key path and the value (mlassets/core/config_rules.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+from mlassets.core.config import ConfigError, parse_config, shipped_configs
+
+
+def _config(name: str = "flights") -> dict:
+    return yaml.safe_load(shipped_configs()[name].read_text())
+
+
+def _set(data: dict, path: str, value: object) -> dict:
+    *parents, leaf = path.split(".")
+    node = data
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    return data
+
+
+FOUND_ACCEPTED = [  # (key path, value, what the error must say): each was accepted before these rules
+    ("training.loss", "bce", "training.loss: 'bce' does not fit dataset.task 'regression'"),
+    ("training.checkpoint_every_steps", -5, "training.checkpoint_every_steps: must be >= 0, got -5"),
+    ("training.collective_timeout_s", 0, "training.collective_timeout_s: must be >= 1, got 0"),
+    ("gate.main_metric", "logloss", "gate.main_metric: 'logloss' does not fit dataset.task 'regression'"),
+    ("gate.tolerance", -0.5, "gate.tolerance: must be >= 0, got -0.5"),
+    ("gate.bootstrap_samples", 0, "gate.bootstrap_samples: must be >= 1, got 0"),
+    ("gate.confidence", 2, "gate.confidence: must be between 0 and 1 (e.g. 0.95), got 2.0"),
+    ("gate.prediction_min", 2000, "gate.prediction_min: 2000 must be below gate.prediction_max 1500"),
+    ("gate.slice_min_rows", -10, "gate.slice_min_rows: must be >= 1, got -10"),
+    ("dataset.columns.distance", {"dtype": "float", "min": 10, "max": 1},
+     "dataset.columns.distance: min 10 is above max 1"),
+    ("dataset.key", [], "dataset.key: [] names no column"),
+    ("training.lr", math.nan, "training.lr: expected a finite number, got nan"),
+    ("dataset.months", ["2013-01", ""], "dataset.months[1]: '' is not a partition key"),
+    ("dataset.months", ["../../etc/x"], "dataset.months[0]: '../../etc/x' is not a partition key"),
+    ("model.registered_name", "team/model", "model.registered_name: 'team/model' is not a name MLflow's"),
+    ("model.registered_name", "a:b", "model.registered_name: 'a:b' is not a name MLflow's"),
+]
+
+MORE_RULES = [
+    ("dataset.slices", ["origin", "tail_number"], "dataset.columns: column 'tail_number' is used but not declared"),
+    ("dataset.columns.time_hour", {"dtype": "datetime", "min_date": "2014-01-01", "max_date": "2013-01-01"},
+     "min_date '2014-01-01' is after max_date '2013-01-01'"),
+    ("dataset.columns.carrier", {"dtype": "str", "min": 1}, "dataset.columns.carrier: min/max are for int and float"),
+    ("dataset.columns.distance", {"dtype": "float", "allowed": ["1"]}, "only str columns take allowed values"),
+    ("dataset.months", ["2013-01", "2013-01"], "dataset.months: '2013-01' is listed twice"),
+    ("training.retries", -1, "training.retries: must be >= 0, got -1"),
+    ("training.telemetry_every_steps", -1, "training.telemetry_every_steps: must be >= 0"),
+    ("training.checkpoint_every_minutes", -1.0, "training.checkpoint_every_minutes: must be >= 0"),
+    ("training.keep_last", 0, "training.keep_last: must be >= 1, got 0"),
+    ("training.nproc", 1024, "training.batch_size: 512 is the global batch"),
+    ("training.faults", {"slow_rank": -3}, "training.faults.slow_rank: must be >= -1, got -3"),
+    ("training.weight_decay", -0.1, "training.weight_decay: must be >= 0, got -0.1"),
+    ("gate.confidence", 0, "gate.confidence: must be between 0 and 1"),
+    ("gate.slice_max_regression", -0.03, "gate.slice_max_regression: must be >= 0"),
+    ("gate.latency_p99_ms", 0, "gate.latency_p99_ms: must be > 0, got 0.0"),
+    ("gate.calibration_max_ece", 1.5, "gate.calibration_max_ece: must be in [0, 1], got 1.5"),
+    ("gate.absolute_max_metric", math.inf, "gate.absolute_max_metric: expected a finite number, got inf"),
+    ("gate.small_slices", "ignore", "gate.small_slices: 'ignore' is not one of ['pass', 'hold']"),
+    ("features.timezone", "Mars/Olympus", "features.timezone: 'Mars/Olympus' is not a known time zone"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), FOUND_ACCEPTED + MORE_RULES,
+                         ids=[f"{p}={v!r}" for p, v, _ in FOUND_ACCEPTED + MORE_RULES])
+def test_each_rule_fails_at_load_naming_key_and_value(path: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(_set(_config(), path, value))
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("training.loss", "l1", "training.loss: 'l1' does not fit dataset.task 'binary'; use bce (or auto)"),
+    ("gate.main_metric", "mae", "gate.main_metric: 'mae' does not fit dataset.task 'binary'; use logloss or brier"),
+    ("dataset.columns.late", {"dtype": "str"}, "the target of a binary task must be int or float"),
+])
+def test_binary_task_rules(path: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(_set(_config("orders_late"), path, value))
+    assert message in str(err.value)
+
+
+def test_the_shipped_values_pass_every_rule() -> None:
+    for name in shipped_configs():
+        parse_config(_config(name))

@@ -1,0 +1,128 @@
+"""Every page under ``streamlit.testing``: a clear note on an empty stack, and inputs that change the output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import Stack
+
+pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")  # the recorded stack trains
+
+APP = Path(__file__).resolve().parents[2] / "dashboard"
+PAGES = ("bottlenecks", "stragglers", "scaling", "models", "capacity", "serving")
+
+
+def _page(name: str) -> AppTest:
+    return AppTest.from_file(str(APP / "app_pages" / f"{name}.py"), default_timeout=120).run()
+
+
+def _text(at: AppTest) -> str:
+    parts = [e.value for kind in ("subheader", "markdown", "info", "warning", "success", "caption")
+             for e in getattr(at, kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.mark.parametrize("name", [p for p in PAGES if p not in ("capacity", "scaling")])
+def test_empty_stack_says_nothing_recorded_yet(name: str, home: str) -> None:
+    at = _page(name)
+    assert not at.exception, at.exception
+    assert "Nothing recorded yet" in _text(at)
+    assert not (Path(home) / "mlflow.db").exists() and not (Path(home) / "promotions.db").exists()  # reads only
+
+
+@pytest.mark.parametrize("name", ["capacity", "scaling"])
+def test_pages_without_records_work_on_an_empty_stack(name: str, home: str) -> None:
+    at = _page(name)
+    assert not at.exception, at.exception
+    assert at.dataframe
+
+
+def test_router_runs_the_default_page(stack: Stack) -> None:
+    at = AppTest.from_file(str(APP / "streamlit_app.py"), default_timeout=120).run()
+    assert not at.exception and at.title[0].value == "Bottlenecks"
+
+
+def test_bottlenecks_verdict_follows_the_chosen_run(stack: Stack) -> None:
+    at = _page("bottlenecks")
+    assert not at.exception, at.exception
+    at.selectbox(key="bottlenecks-version").set_value("aaaa11110123456789").run()
+    assert "Verdict: input-bound" in at.subheader[0].value and "ms per step is data wait" in _text(at)
+    at.selectbox(key="bottlenecks-version").set_value("cccc33330123456789").run()
+    assert "Verdict: compute-bound" in at.subheader[0].value
+    assert at.query_params["run"] in ("cccc3333", ["cccc3333"])  # the URL names the run shown
+
+
+def test_bottlenecks_links_to_the_mlflow_and_dagster_runs(stack: Stack) -> None:
+    at = _page("bottlenecks")
+    at.selectbox(key="bottlenecks-version").set_value("aaaa11110123456789").run()
+    text = _text(at)
+    assert "[Dagster run](http://127.0.0.1:3000/runs/aaaa1111-2222-3333-4444-555566667777)" in text
+    assert "[MLflow run](http://127.0.0.1:5000/#/experiments/" in text
+
+
+def test_stragglers_names_the_rank_and_its_input_path(stack: Stack) -> None:
+    at = _page("stragglers")
+    at.selectbox(key="stragglers-version").set_value("bbbb22220123456789").run()
+    assert "Straggler: rank 1, input path" in at.subheader[0].value
+    at.selectbox(key="stragglers-version").set_value("aaaa11110123456789").run()
+    assert at.subheader[0].value.startswith("No straggler")
+
+
+def test_scaling_preset_prints_the_source_table_and_the_price_changes_it(stack: Stack) -> None:
+    at = _page("scaling")
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert table["cost"].tolist()[:5] == ["₹6,000", "₹7,059", "₹8,304", "₹9,770", "₹11,494"]
+    assert table["hours to finish"].tolist()[:5] == ["24", "14.1", "8.3", "4.9", "2.9"]
+    at.number_input(key="price-Source").set_value(300.0).run()
+    assert at.dataframe[0].value["cost"].tolist()[0] == "₹7,200"
+    at.radio(key="preset").set_value("Measured on this machine (scaling_profile)").run()
+    assert at.number_input(key="eff-Measur").value == pytest.approx(0.75)
+    assert at.dataframe[0].value["speed-up"].tolist()[1] == "1.5×"
+
+
+def test_models_page_shows_history_rules_and_unjudged_slices(stack: Stack) -> None:
+    at = _page("models")
+    assert not at.exception, at.exception
+    text = _text(at)
+    assert "**force-promote** to v2 by ana" in text and "**rollback** to v1" in text
+    assert at.selectbox(key="version").value == 2
+    frames = [d.value for d in at.dataframe]
+    rules = next(f for f in frames if "rule" in f.columns)
+    assert "slice origin=EWR" in rules["rule"].tolist() and not rules["passed"].all()
+    assert any("min_rows" in f.columns and f["value"].tolist() == ["OO"] for f in frames)
+    at.selectbox(key="version").set_value(1).run()
+    text = _text(at)
+    assert "None recorded for this version." in text  # version 1's record has no unjudged key
+
+
+def test_capacity_flags_follow_the_inputs(home: str) -> None:
+    at = _page("capacity")
+    assert not any("hosts" in w.value for w in at.warning)
+    at.number_input(key="gpus").set_value(16).run()
+    at.toggle(key="dp").set_value(True).run()
+    assert any("2 hosts" in w.value for w in at.warning)
+    at.number_input(key="params").set_value(7e9).run()
+    assert any("shard the model" in w.value for w in at.warning)
+    at.number_input(key="a-gpus_per_host").set_value(16).run()
+    assert not any("hosts" in w.value for w in at.warning)
+
+
+def test_serving_page_says_where_the_p99_time_goes(stack: Stack) -> None:
+    at = _page("serving")
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert table.loc["write", "p50_ms"] == pytest.approx(45.0)
+    assert "most of it in write (waiting on storage (I/O))" in _text(at)
+
+
+def test_bottlenecks_shows_the_hta_analysis_of_a_profiled_run(stack: Stack) -> None:
+    at = _page("bottlenecks")
+    at.selectbox(key="bottlenecks-version").set_value("dddd44440123456789").run()
+    assert not at.exception, at.exception
+    text = _text(at)
+    assert "CPU-only trace: HTA's temporal breakdown" in text and "profiled steps [" in text
+    assert "No torch.profiler traces" not in text
