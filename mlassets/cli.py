@@ -27,7 +27,7 @@ def _config(name_or_path: str, sample: float | None) -> PipelineConfig:
 def cmd_demo(args: argparse.Namespace) -> int:
     from mlassets.cli_registry import history_text
     from mlassets.definitions import build_definitions
-    from mlassets.demo import format_table, run_demo
+    from mlassets.demo import format_table, format_unjudged, run_demo
     from mlassets.instance import get_instance
 
     cfg = _config(args.config, args.sample)
@@ -45,6 +45,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     rows = run_demo(build_definitions([cfg]), get_instance(), cfg, months, broken)
     print()
     print(format_table(rows))
+    if unjudged := format_unjudged(rows):
+        print(f"\n{unjudged}")
     print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
     print(f"\nPromotion log of {cfg.model.registered_name} (mlassets history):")
     print(history_text(cfg.model.registered_name)[0])
@@ -63,6 +65,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if args.older_than < 0:
         raise ConfigError(f"--older-than: {args.older_than} is negative")
     store = open_store(args.backend)
+    args.backend = store.backend
     repos = args.repo or store.list_repos()
     for repo in repos:
         for name in store.prune_transactions(repo, args.older_than):
@@ -89,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--mlflow-port", type=int, default=5000, help="0 to skip the MLflow UI")
     ui.set_defaults(func=cmd_ui)
     prune = sub.add_parser("prune-transactions", help="remove what killed writers left behind (lakeFS branches)")
-    prune.add_argument("--backend", default="local", choices=["local", "lakefs"],
-                       help="the store (lakefs: settings from the LAKECTL_* variables)")
+    prune.add_argument("--backend", default="", choices=["", "local", "lakefs"],
+                       help="the store (default $MLASSETS_STORE, else local; lakefs: settings from LAKECTL_*)")
     prune.add_argument("--older-than", type=float, default=3600.0,
                        help="seconds since the transaction began (default 3600; in-flight ones are younger)")
     prune.add_argument("--repo", action="append", help="only this repository (repeatable; default: all)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import dagster as dg
 
@@ -32,6 +32,7 @@ class VersionRow:
     seconds: float
     run_id: str
     success: bool
+    unjudged: list[str] = field(default_factory=list)  # slice values the gate had too few rows to judge
 
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
@@ -80,9 +81,10 @@ def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: Pipeli
     gate = _record(result, keys.gate_result, version)
     champion = _record(result, keys.champion, version)
     snapshot_checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    unjudged: list[str] = []
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
-        reasons = gate.reasons()
+        reasons, unjudged = gate.reasons(), [u.describe() for u in gate.unjudged]
     elif snapshot_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in snapshot_checks]
     else:
@@ -98,7 +100,7 @@ def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: Pipeli
         candidate_metric=evaluation.candidate.get(metric) if scored else None,
         champion_metric=(evaluation.champion or {}).get(metric) if scored else None,
         decision=decision, reasons=reasons, champion_version=champion_version,
-        seconds=seconds, run_id=result.run_id, success=result.success,
+        seconds=seconds, run_id=result.run_id, success=result.success, unjudged=unjudged,
     )
 
 
@@ -146,6 +148,13 @@ def _failure(result: dg.ExecuteInProcessResult) -> str | None:
 
 def _fmt(value: float | None, metric: str) -> str:
     return "-" if value is None else f"{value:.2f}" if metric in ("mae", "rmse") else f"{value:.4f}"
+
+
+def format_unjudged(rows: list[VersionRow]) -> str:
+    """The slice values each gate could not judge (too few holdout rows), one line per data version."""
+    lines = [f"  {r.month}: {', '.join(r.unjudged)}" for r in rows if r.unjudged]
+    return "\n".join(["Not judged by the slice rule (fewer holdout rows than gate.slice_min_rows):", *lines]) \
+        if lines else ""
 
 
 def format_table(rows: list[VersionRow]) -> str:

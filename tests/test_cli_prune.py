@@ -9,8 +9,8 @@ import pytest
 
 from mlassets.cli import main
 from mlassets.core.data.store._lakefs_tx import TX_PREFIX
-from tests.core.store import fake_lakefs
-from tests.core.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
+from tests.core.data.store import fake_lakefs
+from tests.core.data.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
 
 
 def _hidden(store, repo: str) -> list[str]:

@@ -7,7 +7,7 @@ from dagster_mlflow.resources import CONFIG_SCHEMA, MlFlow
 from pydantic import Field
 
 from mlassets.core import tracking
-from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.core.data.store import VersionedStore, default_backend, open_store
 from mlassets.defs.records import RecordIOManager
 
 
@@ -19,7 +19,7 @@ class StoreResource(dg.ConfigurableResource):
     ``dg.EnvVar(...)`` if not through that variable, never as a literal. It is kept out of ``repr``.
     """
 
-    backend: str = Field(default="local", description="'local' or 'lakefs'")
+    backend: str = Field(default="", description="'local' or 'lakefs' (default: $MLASSETS_STORE, else local)")
     root: str = Field(default="", description="local: the store directory (default $MLASSETS_HOME/store)")
     endpoint: str = Field(default="", description="lakeFS: server URL (default $LAKECTL_SERVER_ENDPOINT_URL)")
     access_key_id: str = Field(default="", description="lakeFS: default $LAKECTL_CREDENTIALS_ACCESS_KEY_ID")
@@ -28,7 +28,7 @@ class StoreResource(dg.ConfigurableResource):
     namespace: str = Field(default="", description="lakeFS: storage namespace of new repos, e.g. s3://b/p/{repo}")
 
     def open(self) -> VersionedStore:
-        if self.backend == "lakefs":
+        if (self.backend or default_backend()) == "lakefs":
             return open_store("lakefs", endpoint=self.endpoint, access_key_id=self.access_key_id,
                               secret_access_key=self.secret_access_key, namespace=self.namespace)
         return open_store(self.backend, root=self.root)

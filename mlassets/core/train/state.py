@@ -32,7 +32,7 @@ from mlassets.core.train.distributed import DistEnv
 
 # Settings that change how a run is watched or interrupted, never its numbers: a resumed run may differ in them.
 _NOT_NUMERIC = ("faults", "checkpoint_every_steps", "checkpoint_every_minutes", "keep_last", "async_checkpoint",
-                "collective_timeout_s", "telemetry_every_steps", "retries")
+                "collective_timeout_s", "telemetry_every_steps", "retries", "profile")
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from mlassets.core.data.store.base import (
     Change,
     Commit,
@@ -16,14 +18,23 @@ from mlassets.core.data.store.base import (
 BACKENDS = ("local", "lakefs")
 
 
-def open_store(backend: str = "local", **options: str) -> VersionedStore:
-    """Open a store backend by name.
+STORE_ENV = "MLASSETS_STORE"  # the backend when none is named: local (default) or lakefs
 
-    ``local`` (default): ``root`` (default ``$MLASSETS_HOME/store``). ``lakefs``: ``endpoint``,
+
+def default_backend() -> str:
+    """``$MLASSETS_STORE`` (``local`` when unset): the one switch between the embedded store and lakeFS."""
+    return os.environ.get(STORE_ENV) or "local"
+
+
+def open_store(backend: str = "", **options: str) -> VersionedStore:
+    """Open a store backend by name (default: ``default_backend()``).
+
+    ``local``: ``root`` (default ``$MLASSETS_HOME/store``). ``lakefs``: ``endpoint``,
     ``access_key_id``, ``secret_access_key`` (each defaulting to the SDK's ``LAKECTL_*`` variables) and
     ``namespace`` (storage namespace of new repositories). Empty options count as unset.
     """
     options = {k: v for k, v in options.items() if v}
+    backend = backend or default_backend()
     if backend == "local":
         from mlassets.core.data.store.local import LocalStore
         from mlassets.core.paths import store_root
@@ -37,6 +48,6 @@ def open_store(backend: str = "local", **options: str) -> VersionedStore:
 
 
 __all__ = [
-    "BACKENDS", "Change", "Commit", "Conflict", "InvalidName", "NotFound", "StoreError", "Transaction",
-    "VersionedStore", "open_store",
+    "BACKENDS", "STORE_ENV", "Change", "Commit", "Conflict", "InvalidName", "NotFound", "StoreError", "Transaction",
+    "VersionedStore", "default_backend", "open_store",
 ]

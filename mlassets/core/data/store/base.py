@@ -1,6 +1,6 @@
 """The ``VersionedStore`` protocol: git-like repositories of objects, whose commit ids are data versions.
 
-Every backend (``local`` by default, ``lakefs``) passes one contract suite (tests/core/store/).
+Every backend (``local`` by default, ``lakefs``) passes one contract suite (tests/core/data/store/).
 """
 
 from __future__ import annotations

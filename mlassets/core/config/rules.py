@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from typing import TYPE_CHECKING
 
-from mlassets.core._typed import ConfigError
-
-if TYPE_CHECKING:
-    from mlassets.core.config import PipelineConfig
+from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.schema import PipelineConfig
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")

@@ -33,7 +33,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from tests.core.store.fake_lakefs_util import ContractError, NotAnOperation, Unauthenticated
+from tests.core.data.store.fake_lakefs_util import ContractError, NotAnOperation, Unauthenticated
 
 
 @dataclass(frozen=True)

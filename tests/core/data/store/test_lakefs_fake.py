@@ -19,9 +19,9 @@ import urllib3
 
 from mlassets.core.data.store import StoreError, open_store
 from mlassets.core.data.store.lakefs import LakeFSStore
-from tests.core.store import fake_lakefs, fake_lakefs_api
-from tests.core.store.fake_lakefs import BASE, FakeLakeFS, SpecContract, spec_path
-from tests.core.store.fake_lakefs_sdk_check import SdkContract
+from tests.core.data.store import fake_lakefs, fake_lakefs_api
+from tests.core.data.store.fake_lakefs import BASE, FakeLakeFS, SpecContract, spec_path
+from tests.core.data.store.fake_lakefs_sdk_check import SdkContract
 
 CONTRACTS = ["sdk", "spec"] if spec_path().is_file() else ["sdk"]
 

@@ -33,12 +33,12 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from mlassets.core.data.store.lakefs import LakeFSStore
-from tests.core.store.fake_lakefs_api import ROUTES
-from tests.core.store.fake_lakefs_model import LakeFSError, Model
-from tests.core.store.fake_lakefs_sdk_check import SdkContract
-from tests.core.store.fake_lakefs_util import ContractError, NotAnOperation, Unauthenticated
+from tests.core.data.store.fake_lakefs_api import ROUTES
+from tests.core.data.store.fake_lakefs_model import LakeFSError, Model
+from tests.core.data.store.fake_lakefs_sdk_check import SdkContract
+from tests.core.data.store.fake_lakefs_util import ContractError, NotAnOperation, Unauthenticated
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
 DEFAULT_SPEC = PROJECT_ROOT.parent / "shared" / "lakefs" / "swagger.yml"
 SPEC_ENV = "MLASSETS_LAKEFS_SPEC"
 BASE = "/api/v1"

@@ -24,7 +24,7 @@ from mlassets.core.train.synthetic import tiny_config, write_splits
 from mlassets.core.train.telemetry import PARTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # 1000 rows at global batch 128: 8 steps per epoch, 16 in all; checkpoints after steps 4, 8, 12, 16
 TRAINING = {"epochs": 2, "checkpoint_every_steps": 4, "keep_last": 2, "lr_schedule": "cosine"}
 

@@ -12,28 +12,48 @@ from pathlib import Path
 import pytest
 
 from mlassets.cli import main
-from mlassets.core import lineage
+from mlassets.core import lineage, tracking
+from mlassets.core.registry import versions
 from mlassets.core.registry.rebuild import RebuildReport, environment_reasons, rebuild
 from mlassets.core.registry.versions import RegistryError
 from mlassets.core.train.result import Environment
-from tests.core.test_promotion import record
+from tests.core.data.store import fake_lakefs
+from tests.core.data.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
+from tests.core.registry.test_promotion import record
 
 pytestmark = pytest.mark.e2e
 MODEL = "flights_arr_delay"
 
 
-@pytest.fixture(scope="module")
-def registered(tmp_path_factory) -> Path:
-    """One version trained and registered by a clean clone of this repository's HEAD."""
-    root = tmp_path_factory.mktemp("rebuild")
+def _demo_in_a_clone(root: Path, **env: str) -> Path:
+    """One version trained and registered by a clean clone of this repository's HEAD; returns its home."""
     clone, home = root / "clone", root / "home"
     subprocess.run(["git", "clone", "-q", str(lineage.PROJECT_ROOT), str(clone)], check=True)
-    env = {**os.environ, "PYTHONPATH": str(clone), "MLASSETS_HOME": str(home)}
+    full = {**os.environ, "PYTHONPATH": str(clone), "MLASSETS_HOME": str(home), **env}
     for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI"):
-        env.pop(var, None)
-    subprocess.run([sys.executable, "-m", "mlassets.cli", "demo", "--months", "1", "--sample", "0.1",
-                    "--broken-month", ""], cwd=clone, env=env, check=True, capture_output=True)
+        full.pop(var, None)
+    done = subprocess.run([sys.executable, "-m", "mlassets.cli", "demo", "--months", "1", "--sample", "0.1",
+                           "--broken-month", ""], cwd=clone, env=full, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
     return home
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory) -> Path:
+    return _demo_in_a_clone(tmp_path_factory.mktemp("rebuild"))
+
+
+def _lakefs_env() -> dict[str, str]:
+    server = fake_lakefs.shared()  # the spec-validated fake lakeFS server, on 127.0.0.1
+    return {"LAKECTL_SERVER_ENDPOINT_URL": server.url + fake_lakefs.BASE,
+            "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": server.credentials[0],
+            "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": server.credentials[1]}
+
+
+@pytest.fixture(scope="module")
+def registered_on_lakefs(tmp_path_factory) -> Path:
+    """The same, with the data versions in lakeFS: the pipeline's store switched by ``MLASSETS_STORE``."""
+    return _demo_in_a_clone(tmp_path_factory.mktemp("rebuild-lakefs"), MLASSETS_STORE="lakefs", **_lakefs_env())
 
 
 @pytest.fixture
@@ -52,6 +72,22 @@ def test_rebuild_from_the_record_alone_is_identical(in_home, capsys):
     assert report.not_exact_because == []
     assert main(["rebuild", MODEL, "--version", "1"]) == 0
     assert "identical predictions" in capsys.readouterr().out
+
+
+def test_a_model_trained_on_lakefs_is_rebuilt_from_lakefs(registered_on_lakefs, monkeypatch, capsys):
+    home = registered_on_lakefs
+    monkeypatch.setenv("MLASSETS_HOME", str(home))
+    for var, value in _lakefs_env().items():  # where lakeFS is: the record names the backend, not the server
+        monkeypatch.setenv(var, value)
+    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_STORE"):
+        monkeypatch.delenv(var, raising=False)
+    assert not (home / "store").exists()  # the data went to lakeFS only
+    shutil.rmtree(home / "work")
+    tracking.configure()
+    assert versions.record_of(versions.get_version(MODEL, "1")).store_backend == "lakefs"
+    report = rebuild(MODEL, "1")  # reads the recorded commit from lakeFS, not from a local store
+    assert report.identical and report.weights_match and report.rows > 0, report.lines()
+    assert not (home / "store").exists()
 
 
 @pytest.mark.parametrize(("model", "version", "message"), [

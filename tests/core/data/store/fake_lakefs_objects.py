@@ -7,8 +7,8 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from tests.core.store.fake_lakefs_model import Entry, LakeFSError, Model
-from tests.core.store.fake_lakefs_util import flag, page
+from tests.core.data.store.fake_lakefs_model import Entry, LakeFSError, Model
+from tests.core.data.store.fake_lakefs_util import flag, page
 
 META_PREFIX = "x-lakefs-meta-"
 

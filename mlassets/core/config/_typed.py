@@ -35,6 +35,9 @@ def _coerce(tp: Any, value: Any, path: str, allow_nan: bool = False) -> Any:
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(f"{path}: expected a list, got {_describe(value)}")
+        if args[0] is float and all(type(v) in (float, int) for v in value) and (
+                allow_nan or all(map(math.isfinite, value))):
+            return [float(v) for v in value]  # long numeric lists (quantile grids): the common case, at C speed
         return [_coerce(args[0], v, f"{path}[{i}]", allow_nan) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):

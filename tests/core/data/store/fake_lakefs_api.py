@@ -11,15 +11,15 @@ from typing import Any
 
 from werkzeug.wrappers import Request
 
-from tests.core.store.fake_lakefs_model import Branch, Commit, LakeFSError, Model, Repo
-from tests.core.store.fake_lakefs_objects import (
+from tests.core.data.store.fake_lakefs_model import Branch, Commit, LakeFSError, Model, Repo
+from tests.core.data.store.fake_lakefs_objects import (
     delete_object,
     get_object,
     list_objects,
     stat_object,
     upload_object,
 )
-from tests.core.store.fake_lakefs_util import body, flag, page
+from tests.core.data.store.fake_lakefs_util import body, flag, page
 
 Handler = Callable[..., tuple[int, Any]]
 

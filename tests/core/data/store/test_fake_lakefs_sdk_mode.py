@@ -19,8 +19,8 @@ import yaml
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Response
 
-from tests.core.store import fake_lakefs, fake_lakefs_api, fake_lakefs_objects
-from tests.core.store.fake_lakefs import (
+from tests.core.data.store import fake_lakefs, fake_lakefs_api, fake_lakefs_objects
+from tests.core.data.store.fake_lakefs import (
     BASE,
     DEFAULT_SPEC,
     SPEC_ENV,
@@ -29,8 +29,8 @@ from tests.core.store.fake_lakefs import (
     load_contract,
     spec_path,
 )
-from tests.core.store.fake_lakefs_sdk_check import SdkContract, sdk_operations
-from tests.core.store.fake_lakefs_util import ContractError
+from tests.core.data.store.fake_lakefs_sdk_check import SdkContract, sdk_operations
+from tests.core.data.store.fake_lakefs_util import ContractError
 
 MINIMAL_SPEC = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "servers": [{"url": BASE}],
                 "paths": {"/healthcheck": {"get": {"responses": {"204": {"description": "ok"}}}}}}

@@ -1,7 +1,4 @@
-"""Typed pipeline configuration, one dataclass per YAML section, loaded with clear errors.
-
-Every error names the offending key path (``training.epochs``) and the value that was given.
-"""
+"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``rules`` checks it."""
 
 from __future__ import annotations
 
@@ -9,15 +6,9 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from mlassets.core import config_rules
-from mlassets.core._typed import ConfigError, build
-
-__all__ = ["ConfigError", "PipelineConfig", "load_config", "parse_config", "shipped_configs"]
+from mlassets.core.config._typed import ConfigError
 
 
 @dataclass(frozen=True)
@@ -179,32 +170,3 @@ class PipelineConfig:
 def canonical_hash(data: dict[str, Any]) -> str:
     """sha256 of a config dict as recorded (``to_dict()``), independent of the code reading it later."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def parse_config(data: Any) -> PipelineConfig:
-    cfg = build(PipelineConfig, data, "")
-    config_rules.check(cfg)
-    return cfg
-
-
-def load_config(path: str | Path) -> PipelineConfig:
-    """Load and validate a pipeline config from a YAML file (``yaml.safe_load``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    try:
-        return parse_config(data)
-    except ConfigError as exc:
-        raise ConfigError(f"{path.name}: {exc}") from None
-
-
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-
-
-def shipped_configs() -> dict[str, Path]:
-    """The dataset configs shipped with the package, by file stem."""
-    return {p.stem: p for p in sorted(CONFIG_DIR.glob("*.yaml"))}

@@ -10,7 +10,7 @@ import pytest
 
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.store.local import LocalStore
-from tests.core.store import fake_lakefs
+from tests.core.data.store import fake_lakefs
 
 # Backend name -> factory(tmp_path). Adding a backend to the contract suite is one line here.
 BACKENDS: dict[str, Callable[[Path], VersionedStore]] = {

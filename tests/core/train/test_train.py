@@ -25,7 +25,7 @@ from mlassets.core.train.synthetic import flights_like
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _config(**features: object) -> dict:

