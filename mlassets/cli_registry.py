@@ -1,7 +1,8 @@
 """``mlassets promote | rollback | history``: the ``champion`` alias, moved only through the promotion log.
 
 Exit codes: 0 done; 2 refused or bad input (nothing changed); 3 lost a race to a concurrent promotion (the
-attempt is in the log, the alias untouched); 1 ``history`` found the log's hash chain broken.
+attempt is in the log, the alias untouched); 1 ``history`` found the log's hash chain broken, its anchor not
+reached, or the alias disagreeing with the log (``promote`` and ``rollback`` repair the latter, saying so).
 """
 
 from __future__ import annotations
@@ -30,66 +31,90 @@ def _connect() -> None:
     mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
 
 
-def _done(entry: Entry) -> str:
+def _done(entry: Entry, replaced: Entry | None) -> str:
     origin = f"v{entry.from_version}" if entry.from_version else "none"
     why = f": {entry.reason}" if entry.reason else ""
-    return (f"{entry.model}: champion {origin} -> v{entry.to_version} "
+    text = (f"{entry.model}: champion {origin} -> v{entry.to_version} "
             f"({entry.action}, seq {entry.seq}, by {entry.who}{why})")
+    if replaced is not None:  # a concurrent promotion may have moved it since the caller last looked
+        text += f"\n  replaced v{replaced.to_version}, live since {replaced.at[:19]} UTC ({replaced.action} by " \
+                f"{replaced.who})"
+    return text
+
+
+def _act(args: argparse.Namespace, move: Callable[[], Entry]) -> int:
+    """Repair what an interrupted promotion left behind (saying so), then promote or roll back."""
+    from mlassets.core.registry import promote
+    from mlassets.core.registry.promotion import PromotionLog
+
+    _connect()
+    log = PromotionLog()
+    for line in promote.sync(args.model, log):
+        print(line, file=sys.stderr)
+    replaced = log.live(args.model)
+    print(_done(move(), replaced))
+    return 0
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
     from mlassets.core.registry import promote
 
-    _connect()
-    print(_done(promote.promote(args.model, args.version, reason=args.reason, force=args.force)))
-    return 0
+    return _act(args, lambda: promote.promote(args.model, args.version, reason=args.reason, force=args.force))
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     from mlassets.core.registry import promote
 
-    _connect()
-    print(_done(promote.rollback(args.model, reason=args.reason)))
-    return 0
+    return _act(args, lambda: promote.rollback(args.model, reason=args.reason))
+
+
+def _findings(name: str, log: PromotionLog) -> tuple[str, list[str], bool]:
+    """(chain line, error lines, consistent) for ``name``: tampering and the alias or anchor behind the log."""
+    from mlassets.core.registry import projection
+
+    entries = log.entries(name)
+    state = projection.inspect(name, log)
+    if state.problems:
+        chain = "hash chain BROKEN: " + "; ".join(state.problems)
+    else:
+        chain = f"hash chain intact ({len(entries)} rows, head {entries[-1].hash[:12]})" if entries else ""
+    errors = [f"error: {d} (the log is the truth; the next promote or rollback repairs it)" for d in state.drift]
+    return chain, errors, state.consistent
 
 
 def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]:
-    """The log of ``name`` as a table and a line on its hash chain; ``(text, intact)``."""
+    """The log of ``name`` as a table, a line on its hash chain and anchor, and every disagreement between the
+    log and MLflow's alias; ``(text, consistent)``."""
     from mlassets.core.registry.promotion import PromotionLog, format_history
 
     log = log or PromotionLog()
-    entries = log.entries(name)
-    problems = log.verify(name)
-    if problems:
-        chain = "hash chain BROKEN: " + "; ".join(problems)
-    else:
-        chain = f"hash chain intact ({len(entries)} rows, head {entries[-1].hash[:12]})" if entries else ""
-    return "\n".join(line for line in (format_history(entries), chain) if line), not problems
+    chain, errors, consistent = _findings(name, log)
+    return "\n".join(line for line in (format_history(log.entries(name)), chain, *errors) if line), consistent
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from mlassets.core.registry import versions
     from mlassets.core.registry.promotion import PromotionLog, parse_time
 
+    _connect()
     log = PromotionLog()
     if not log.entries(args.model):
-        _connect()
         versions.check_model(args.model)  # unknown model: a clear error rather than an empty log
-    if args.at:
-        moment = parse_time(args.at)
-        live = log.live(args.model, moment)
-        if live is None:
-            print(f"{args.model}: no version was live at {moment.isoformat()}")
-        else:
-            print(f"{args.model}: v{live.to_version} was live at {moment.isoformat()} "
-                  f"({live.action} at {live.at}, seq {live.seq}, by {live.who})")
-        damaged = log.verify(args.model)
-        for problem in damaged:
-            print(f"warning: {problem}", file=sys.stderr)
-        return 1 if damaged else 0
-    text, intact = history_text(args.model, log)
-    print(text)
-    return 0 if intact else 1
+    if not args.at:
+        text, consistent = history_text(args.model, log)
+        print(text)
+        return 0 if consistent else 1
+    moment = parse_time(args.at)
+    live = log.live(args.model, moment)
+    if live is None:
+        print(f"{args.model}: no version was live at {moment.isoformat()}")
+    else:
+        print(f"{args.model}: v{live.to_version} was live at {moment.isoformat()} "
+              f"({live.action} at {live.at}, seq {live.seq}, by {live.who})")
+    chain, errors, consistent = _findings(args.model, log)
+    for line in ([chain] if not consistent and chain.startswith("hash chain BROKEN") else []) + errors:
+        print(f"warning: {line}", file=sys.stderr)
+    return 0 if consistent else 1
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -74,22 +74,26 @@ def load_version(name: str, version: str | int, tracking_uri: str | None = None,
         registry.check_model(name)
         record = registry.get_version(name, version)
         basis = promote.serving_basis(record, log)
+        bundle = registry.load_version_bundle(record)  # its weights are checked against the record
     except registry.RegistryError as exc:
         raise ServingError(str(exc)) from None
-    return ServedModel(name, str(record.version), basis, registry.load_version_bundle(record), dict(record.tags))
+    return ServedModel(name, str(record.version), basis, bundle, dict(record.tags))
 
 
 def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog | None = None) -> ServedModel:
-    """The version behind the ``champion`` alias of ``name``, if it may be served (``ServingError`` if not)."""
+    """The champion of ``name`` by the promotion log (not the alias, its projection), if it may be served."""
     _connect(tracking_uri)
     try:
         registry.check_model(name)
     except registry.RegistryError as exc:
         raise ServingError(str(exc)) from None
-    champion = registry.alias_version(name, registry.CHAMPION)
-    if champion is None:
-        raise NoChampion(f"model {name!r} has no champion; promote a version first (mlassets promote VERSION)")
-    return load_version(name, champion.version, tracking_uri, log)
+    live = promote.live_version(name, log)
+    if live is None:
+        alias = registry.alias_version(name, registry.CHAMPION)
+        outside = f" (its champion alias points at v{alias.version}, set outside the promotion log)" if alias else ""
+        raise NoChampion(f"model {name!r} has no champion in the promotion log{outside}; promote a version first "
+                         "(mlassets promote VERSION)")
+    return load_version(name, live, tracking_uri, log)
 
 
 def write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mlassets.cli import main
-from tests.core import test_promotion as shared
+from tests.core.registry import test_promotion as shared
 
 reg = shared.reg  # the shared MLflow store (see tests/core/test_promotion.py)
 Registry = shared.Registry

@@ -23,22 +23,27 @@ from mlassets.core.registry.record import RegisteredVersion
 from mlassets.defs.factory import dataset_defs
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import default_resources
-from mlassets.serving import ServingError, load_champion
-from tests.core import test_promotion as shared
+from mlassets.serving import ServingError, load_champion, load_version
+from tests.core.registry import test_promotion as shared
 
 reg = shared.reg  # the shared MLflow store (see tests/core/test_promotion.py)
 Registry = shared.Registry
 
 
-def test_load_champion_refuses_an_ungated_version(reg: Registry) -> None:
+def test_load_champion_serves_the_log_and_refuses_an_ungated_version(reg: Registry) -> None:
     reg.add(True, False)
     registry.set_alias(reg.name, registry.CHAMPION, "2")  # moved behind the log's back
-    with pytest.raises(ServingError, match=rf"model '{reg.name}' version 2 has no passing gate result \(fail: slice"):
+    with pytest.raises(ServingError, match=rf"model '{reg.name}' has no champion in the promotion log \(its "
+                                           r"champion alias points at v2, set outside the promotion log\)"):
         load_champion(reg.name)
+    with pytest.raises(ServingError, match=rf"model '{reg.name}' version 2 has no passing gate result \(fail: slice"):
+        load_version(reg.name, "2")
     promote.promote(reg.name, "1")
     served = load_champion(reg.name)
     assert (served.version, served.basis) == ("1", "gate passed")
     assert served.record["gate_passed"] == "true"
+    registry.set_alias(reg.name, registry.CHAMPION, "2")  # again: the log still says v1, and v1 is served
+    assert load_champion(reg.name).version == "1"
 
 
 def test_load_champion_serves_a_forced_version_and_names_the_reason(reg: Registry) -> None:
@@ -144,6 +149,6 @@ def test_predictions_asset_scores_with_the_champion_and_refuses_ungated(reg: Reg
     expected = shared.tiny_bundle().predict(HOLDOUT)
     np.testing.assert_allclose(stored["prediction"].to_numpy(), expected)
     assert set(cfg.dataset.key) <= set(stored.columns) and meta["mae"] > 0
-    registry.set_alias(reg.name, registry.CHAMPION, "2")  # an ungated version behind the log's back
-    ok, failure, _ = _materialize(cfg, key)
-    assert not ok and "predictions refused" in failure and "version 2 has no passing gate result" in failure
+    registry.set_alias(reg.name, registry.CHAMPION, "2")  # an ungated version behind the log's back ...
+    ok, _, meta = _materialize(cfg, key)
+    assert ok and meta["model_version"] == "1"  # ... is not served: the log's champion is

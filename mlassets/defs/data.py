@@ -31,7 +31,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             key = check_partition_key(cfg, context.partition_key)
         except ValueError as exc:
             raise dg.Failure(str(exc)) from None
-        tables = tables_from_dir(config.tables_dir) if config.tables_dir else month_tables(cfg, key)
+        try:
+            tables = tables_from_dir(config.tables_dir) if config.tables_dir else month_tables(cfg, key)
+        except ValueError as exc:  # an unreadable delivery: named, and nothing was written
+            raise dg.Failure(description=f"partition {key} was not ingested: {exc}") from None
         if config.corrupt_slice:
             corruption = LabelCorruption.parse(config.corrupt_slice, config.corrupt_shift)
             main = main_table(cfg)

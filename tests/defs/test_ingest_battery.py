@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlassets.core import tracking
+from mlassets.core import paths, tracking
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.ingest import Ingested
 from mlassets.core.data.raw import WATCHED_BRANCH, month_tables, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.core.records import RecordFiles
 from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
 from mlassets.defs.factory import ingest_job_name
@@ -175,3 +177,62 @@ def test_the_same_path_accepts_the_real_month(stack: Stack) -> None:
     commit = stack.store.get_commit(raw_repo(stack.cfg), after["head"])
     assert commit.parents[0] == before["head"] and commit.metadata["dagster_run_id"] == result.run_id
     assert commit.metadata["::lakefs::Dagster::url[url:ui]"].endswith(f"/runs/{result.run_id}")
+
+
+def _bom_headers(w: pd.DataFrame) -> pd.DataFrame:
+    return w.rename(columns={c: "\ufeff" + c for c in w.columns})  # a CSV export's byte-order mark, every header
+
+
+def _text_visibility(w: pd.DataFrame) -> pd.DataFrame:
+    w["visib"] = w["visib"].astype(str)
+    w.loc[4, "visib"] = "ten miles"
+    return w
+
+
+# (id, the tables MONTH is delivered with, the table named, what the message says)
+BAD_TABLES: list[tuple[str, Callable[[dict[str, pd.DataFrame]], dict[str, pd.DataFrame]], str, str]] = [
+    ("weather-bom-headers", lambda t: {**t, "weather": _bom_headers(t["weather"].copy())}, "'weather'",
+     "column 'origin' is missing"),
+    ("weather-missing", lambda t: {"flights": t["flights"]}, "'weather'", "is missing in partition"),
+    ("weather-text-visibility", lambda t: {**t, "weather": _text_visibility(t["weather"].copy())}, "'weather'",
+     "'ten miles'"),
+    ("undeclared-table", lambda t: {**t, "planes": t["weather"].head(3)}, "'planes'", "not declared"),
+]
+
+
+@pytest.mark.parametrize(("deliver", "table", "says"), [b[1:] for b in BAD_TABLES], ids=[b[0] for b in BAD_TABLES])
+def test_every_table_is_validated_before_the_merge(stack: Stack, deliver, table: str, says: str, request) -> None:
+    before = _state(stack)
+    result = _feed(stack, deliver(dict(stack.tables)), request.node.callspec.id)
+    assert not result.success
+    message = _failure(result)
+    assert f"table {table}" in message and says in message, message
+    assert _state(stack) == before
+
+
+def test_a_truncated_file_is_named(stack: Stack) -> None:
+    before = _state(stack)
+    directory = stack.work / "truncated"
+    directory.mkdir(parents=True)
+    for table, frame in stack.tables.items():
+        frame.to_parquet(directory / f"{table}.parquet", index=False)
+    data = (directory / "weather.parquet").read_bytes()
+    (directory / "weather.parquet").write_bytes(data[: len(data) // 2])
+    op = DatasetKeys.of(stack.cfg).raw.to_python_identifier()
+    result = stack.defs.resolve_job_def(ingest_job_name(stack.cfg)).execute_in_process(
+        instance=stack.instance, partition_key=MONTH, raise_on_error=False,
+        run_config={**QUIET, "ops": {op: {"config": {"tables_dir": str(directory)}}}})
+    message = _failure(result)
+    assert f"{directory / 'weather.parquet'}: not readable Parquet" in message, message
+    assert _state(stack) == before
+
+
+def test_zz_the_same_month_again_is_a_no_op_that_says_so(stack: Stack) -> None:
+    """After the control landed MONTH: the same tables again give the same data version, no partition, no run."""
+    before = _state(stack)
+    result = _feed(stack, stack.tables, "again")
+    assert result.success
+    assert _state(stack) == before  # no commit, no new data-version partition
+    ingested = RecordFiles(paths.records_root()).read(DatasetKeys.of(stack.cfg).raw.path, MONTH, Ingested)
+    assert not ingested.created and ingested.data_version == before["head"]
+    assert "the same tables are already on main" in ingested.message

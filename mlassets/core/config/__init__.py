@@ -15,12 +15,13 @@ from mlassets.core.config.schema import (
     ModelConfig,
     PipelineConfig,
     ProfileConfig,
+    TableConfig,
     TrainingConfig,
     canonical_hash,
 )
 
 __all__ = [
     "CONFIG_DIR", "ColumnSpec", "ConfigError", "DatasetConfig", "FaultConfig", "FeaturesConfig", "GateConfig",
-    "ModelConfig", "PipelineConfig", "ProfileConfig", "TrainingConfig", "canonical_hash", "load_config",
+    "ModelConfig", "PipelineConfig", "ProfileConfig", "TableConfig", "TrainingConfig", "canonical_hash", "load_config",
     "parse_config", "shipped_configs",
 ]

@@ -10,7 +10,7 @@ import re
 import zoneinfo
 
 from mlassets.core.config._typed import ConfigError
-from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.schema import ColumnSpec, PipelineConfig
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")
@@ -24,6 +24,19 @@ def _at_least(values: dict[str, float], minimum: float) -> None:
     for key, value in values.items():
         if value < minimum:
             raise ConfigError(f"{key}: must be >= {minimum:g}, got {value!r}")
+
+
+def _columns(where: str, columns: dict[str, ColumnSpec]) -> None:
+    for name, spec in columns.items():
+        at = f"{where}.{name}"
+        if spec.min is not None and spec.max is not None and spec.min > spec.max:
+            raise ConfigError(f"{at}: min {spec.min:g} is above max {spec.max:g}")
+        if (spec.min is not None or spec.max is not None) and spec.dtype not in ("int", "float"):
+            raise ConfigError(f"{at}: min/max are for int and float columns, this one is {spec.dtype!r}")
+        if spec.allowed is not None and spec.dtype != "str":
+            raise ConfigError(f"{at}.allowed: only str columns take allowed values, this one is {spec.dtype!r}")
+        if spec.min_date and spec.max_date and spec.min_date > spec.max_date:
+            raise ConfigError(f"{at}: min_date {spec.min_date!r} is after max_date {spec.max_date!r}")
 
 
 def _dataset(cfg: PipelineConfig) -> None:
@@ -41,16 +54,12 @@ def _dataset(cfg: PipelineConfig) -> None:
                               "'.' and '=', starting with a letter or digit; no '/' or '..')")
     if len(set(ds.months)) != len(ds.months):
         raise ConfigError(f"dataset.months: {next(m for m in ds.months if ds.months.count(m) > 1)!r} is listed twice")
-    for name, spec in ds.columns.items():
-        where = f"dataset.columns.{name}"
-        if spec.min is not None and spec.max is not None and spec.min > spec.max:
-            raise ConfigError(f"{where}: min {spec.min:g} is above max {spec.max:g}")
-        if (spec.min is not None or spec.max is not None) and spec.dtype not in ("int", "float"):
-            raise ConfigError(f"{where}: min/max are for int and float columns, this one is {spec.dtype!r}")
-        if spec.allowed is not None and spec.dtype != "str":
-            raise ConfigError(f"{where}.allowed: only str columns take allowed values, this one is {spec.dtype!r}")
-        if spec.min_date and spec.max_date and spec.min_date > spec.max_date:
-            raise ConfigError(f"{where}: min_date {spec.min_date!r} is after max_date {spec.max_date!r}")
+    _columns("dataset.columns", ds.columns)
+    for table, schema in ds.tables.items():
+        _columns(f"dataset.tables.{table}.columns", schema.columns)
+        for name in schema.key:
+            if name not in schema.columns:
+                raise ConfigError(f"dataset.tables.{table}.key: column {name!r} is not declared in its columns")
     if ds.task == "binary" and ds.columns[ds.target].dtype not in ("int", "float"):
         raise ConfigError(f"dataset.columns.{ds.target}: the target of a binary task must be int or float (0/1)")
     if not 0 < ds.sample_fraction <= 1:

@@ -37,6 +37,14 @@ class ColumnSpec:
 
 
 @dataclass(frozen=True)
+class TableConfig:
+    """A source table other than the main one (e.g. the weather joined to flights): validated like it."""
+
+    columns: dict[str, ColumnSpec]
+    key: list[str] = field(default_factory=list)  # unique per partition, when given
+
+
+@dataclass(frozen=True)
 class DatasetConfig:
     name: str
     source: str
@@ -53,6 +61,7 @@ class DatasetConfig:
     row_change_band: float = 0.5  # rows of a new partition within +-50% of the mean of the others
     target_mean_band: float = 0.5  # |mean - reference mean| <= band * reference std
     target_quantile_band: float = 0.5  # quartiles: |q - reference q| <= band * reference IQR
+    tables: dict[str, TableConfig] = field(default_factory=dict)  # every other table the source delivers
 
     def __post_init__(self) -> None:
         for name in ("row_change_band", "target_mean_band", "target_quantile_band"):

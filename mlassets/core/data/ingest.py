@@ -20,6 +20,7 @@ from mlassets.core.data.raw import (
     check_partition_key,
     main_table,
     month_tables,
+    partition_objects,
     raw_path,
     raw_repo,
     to_parquet_bytes,
@@ -87,13 +88,16 @@ def ingest_partition(
     with store.transaction(repo, WATCHED_BRANCH, f"Ingest {cfg.dataset.name} {partition}", meta) as tx:
         for path, data in changes.items():
             tx.put(path, data)
+        for path in partition_objects(store, cfg, tx.base).get(partition, {}).values():
+            if path not in changes:  # a delivery replaces the whole partition: no table is inherited
+                tx.delete(path)
         staged = tx.stage()
         diff = store.diff(repo, tx.base, staged.id)
         if diff and validate:
             checks = check_version(store, cfg, staged.id, tx.base, scope=[partition])
             if not checks.passed:
                 raise DataRejected(partition, checks)
-        changed = sorted({c.path.split("/")[1] for c in diff if c.kind == "changed" and c.path.startswith("raw/")})
+        changed = sorted({c.path.split("/")[1] for c in diff if c.kind != "added" and c.path.startswith("raw/")})
         if changed:
             tx.message += f" (changed: {', '.join(changed)})"
         tx.metadata["staged_commit"] = staged.id

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mlassets.core.config import PipelineConfig
@@ -44,6 +45,22 @@ def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 def from_parquet_bytes(blob: bytes, columns: list[str] | None = None) -> pd.DataFrame:
     return pd.read_parquet(io.BytesIO(blob), columns=columns)
+
+
+def read_frame(store: VersionedStore, repo: str, ref: str, path: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """An object of the store as a frame; unreadable Parquet (truncated, not Parquet) names the object."""
+    try:
+        return from_parquet_bytes(store.read(repo, ref, path), columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{repo}@{ref[:12]}:{path} is not readable Parquet: {exc}") from None
+
+
+def read_parquet_file(path: str | Path) -> pd.DataFrame:
+    """A delivered Parquet file as a frame; unreadable Parquet names the file."""
+    try:
+        return pd.read_parquet(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{path}: not readable Parquet ({exc})") from None
 
 
 def parquet_rows(blob: bytes) -> int:
@@ -106,7 +123,7 @@ def read_table(store: VersionedStore, cfg: PipelineConfig, commit: str, table: s
     paths = store.list_objects(repo, commit, prefix=f"raw/{table}/")
     if not paths:
         raise ValueError(f"data version {commit}: no {table!r} table in repository {repo!r}")
-    return pd.concat([from_parquet_bytes(store.read(repo, commit, p)) for p in paths], ignore_index=True)
+    return pd.concat([read_frame(store, repo, commit, p) for p in paths], ignore_index=True)
 
 
 def read_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> dict[str, pd.DataFrame]:
@@ -125,4 +142,4 @@ def tables_from_dir(directory: str | Path) -> dict[str, pd.DataFrame]:
     files = sorted(Path(directory).glob("*.parquet"))
     if not files:
         raise ValueError(f"tables_dir {str(directory)!r}: no <table>.parquet files")
-    return {f.stem: pd.read_parquet(f) for f in files}
+    return {f.stem: read_parquet_file(f) for f in files}

@@ -47,11 +47,11 @@ def _column(name: str, spec: ColumnSpec) -> pa.Column:
     return pa.Column(_DTYPES[spec.dtype], checks=checks, nullable=spec.nullable, coerce=True, required=True)
 
 
-def build_schema(cfg: DatasetConfig) -> pa.DataFrameSchema:
-    """The raw table's schema: types, ranges, dates, nullability, allowed slice values, a unique key."""
+def build_schema(columns: dict[str, ColumnSpec], key: list[str]) -> pa.DataFrameSchema:
+    """A table's schema: types, ranges, dates, nullability, allowed values, a unique key (when given)."""
     return pa.DataFrameSchema(
-        {name: _column(name, spec) for name, spec in cfg.columns.items()},
-        unique=cfg.key,
+        {name: _column(name, spec) for name, spec in columns.items()},
+        unique=key or None,
         report_duplicates="exclude_first",
         strict=False,
     )
@@ -90,15 +90,31 @@ def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
 
 
 def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
+    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``."""
+    return validate_table(frame, cfg.columns, cfg.key)
+
+
+def validate_table(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str],
+                   table: str = "") -> CheckOutcome:
+    """One table against its schema; messages of another table than the main one start with its name."""
+    where = f"table {table!r}: " if table else ""
     if frame.empty:
-        return CheckOutcome("schema", False, "no rows: the table is empty", 1)
+        return CheckOutcome("schema", False, f"{where}no rows: the table is empty", 1)
     try:
-        build_schema(cfg).validate(frame, lazy=True)
+        build_schema(columns, key).validate(frame, lazy=True)
     except pa.errors.SchemaErrors as exc:
-        return CheckOutcome("schema", False, _summarize(exc, cfg.key), len(exc.failure_cases))
+        return CheckOutcome("schema", False, where + _summarize(exc, key), len(exc.failure_cases))
     except pa.errors.SchemaError as exc:  # raised eagerly for some frame-level problems
-        return CheckOutcome("schema", False, str(exc).splitlines()[0], 1)
-    return CheckOutcome("schema", True, f"{len(frame)} rows match the schema of {len(cfg.columns)} columns")
+        return CheckOutcome("schema", False, where + str(exc).splitlines()[0], 1)
+    return CheckOutcome("schema", True, f"{where}{len(frame)} rows match the schema of {len(columns)} columns")
+
+
+def merge_outcomes(outcomes: list[CheckOutcome]) -> CheckOutcome:
+    """One ``schema`` outcome for several tables: failed when any failed, naming each failure."""
+    failed = [o for o in outcomes if not o.passed]
+    if not failed:
+        return CheckOutcome("schema", True, "; ".join(o.message for o in outcomes))
+    return CheckOutcome("schema", False, "; ".join(o.message for o in failed), sum(o.failures for o in failed))
 
 
 def validate_min_rows(counts: dict[str, int], cfg: DatasetConfig) -> CheckOutcome:

@@ -16,12 +16,18 @@ from mlassets.core.config import PipelineConfig
 from mlassets.core.data.partition_checks import validate_row_change, validate_target_mean, validate_target_quantiles
 from mlassets.core.data.raw import (
     changed_partitions,
-    from_parquet_bytes,
     main_table,
     partition_objects,
     raw_repo,
+    read_frame,
 )
-from mlassets.core.data.schema import CheckOutcome, validate_min_rows, validate_schema
+from mlassets.core.data.schema import (
+    CheckOutcome,
+    merge_outcomes,
+    validate_min_rows,
+    validate_schema,
+    validate_table,
+)
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.summary import PREFIX as SUMMARY_PREFIX
 from mlassets.core.data.summary import PartitionSummary, TargetStats, summary_path
@@ -73,9 +79,33 @@ def read_summaries(store: VersionedStore, cfg: PipelineConfig, ref: str,
         if summary_path(key) in stored:
             out[key] = PartitionSummary.from_json(store.read(repo, ref, summary_path(key)).decode())
         else:  # ingested before summaries existed
-            out[key] = PartitionSummary.of_frame(key, from_parquet_bytes(store.read(repo, ref, path)),
-                                                 cfg.dataset.target)
+            out[key] = PartitionSummary.of_frame(key, read_frame(store, repo, ref, path), cfg.dataset.target)
     return out
+
+
+def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[str, dict[str, str]]) -> CheckOutcome:
+    """Every table of the partitions in ``objects`` against its schema; a declared table missing, or a table
+    nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands)."""
+    if not objects:
+        return CheckOutcome("schema", True, "no new partitions: every earlier one was validated at ingestion")
+    main, declared, repo = main_table(cfg), cfg.dataset.tables, raw_repo(cfg)
+    outcomes: list[CheckOutcome] = []
+    frames: dict[str, list[pd.DataFrame]] = {name: [] for name in [main, *declared]}
+    for key, tables in objects.items():
+        for name in sorted(set(tables) - {main} - set(declared)):
+            outcomes.append(CheckOutcome("schema", False, f"table {name!r} in partition {key} is not declared in "
+                                                          "dataset.tables (every table needs a schema)", 1))
+        for name in sorted(set(declared) - set(tables)):
+            outcomes.append(CheckOutcome("schema", False, f"table {name!r} is missing in partition {key} (it is "
+                                                          "declared in dataset.tables)", 1))
+        for name, path in tables.items():
+            if name in frames:
+                frames[name].append(read_frame(store, repo, ref, path))
+    outcomes.append(validate_schema(pd.concat(frames[main], ignore_index=True), cfg.dataset))
+    for name, spec in declared.items():
+        if frames[name]:
+            outcomes.append(validate_table(pd.concat(frames[name], ignore_index=True), spec.columns, spec.key, name))
+    return merge_outcomes(outcomes)
 
 
 def check_version(
@@ -87,19 +117,17 @@ def check_version(
     because every earlier commit was validated when it was ingested); row change and target distribution
     compare the changed partitions with the others through their summaries.
     """
-    repo, table = raw_repo(cfg), main_table(cfg)
-    paths = {k: t[table] for k, t in partition_objects(store, cfg, ref).items() if table in t}
+    table = main_table(cfg)
+    objects = partition_objects(store, cfg, ref)
+    paths = {k: t[table] for k, t in objects.items() if table in t}
     new = [k for k in changed_partitions(store, cfg, ref, parent) if k in paths]
     scope = new if scope is None else [k for k in paths if k in scope]
     summaries = read_summaries(store, cfg, ref, paths)
     counts = {k: s.rows for k, s in summaries.items()}
-    checked = [from_parquet_bytes(store.read(repo, ref, paths[k])) for k in scope]
-    schema_frame = pd.concat(checked, ignore_index=True) if checked else pd.DataFrame()
     new_stats = TargetStats.merge([summaries[k].target for k in new])
     ref_stats = TargetStats.merge([s.target for k, s in summaries.items() if k not in new])
     outcomes = [
-        validate_schema(schema_frame, cfg.dataset) if scope else
-        CheckOutcome("schema", True, "no new partitions: every earlier one was validated at ingestion"),
+        _schema(store, cfg, ref, {k: objects[k] for k in scope}),
         validate_min_rows({k: counts[k] for k in scope}, cfg.dataset),
         validate_row_change(counts, new, cfg.dataset),
         validate_target_mean(new_stats, ref_stats, new, cfg.dataset),

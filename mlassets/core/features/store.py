@@ -22,7 +22,7 @@ import pandas as pd
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.days import local_days
-from mlassets.core.data.raw import derived_repo, from_parquet_bytes, partition_objects, raw_repo, to_parquet_bytes
+from mlassets.core.data.raw import derived_repo, partition_objects, raw_repo, read_frame, to_parquet_bytes
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.features.split import (
     FEATURE_CODE_VERSION,
@@ -66,7 +66,7 @@ def cache_key(store: VersionedStore, cfg: PipelineConfig, ref: str, paths: Mappi
 
 def _build(store: VersionedStore, cfg: PipelineConfig, ref: str, paths: Mapping[str, str]) -> pd.DataFrame:
     repo = raw_repo(cfg)
-    return partition_frame({t: from_parquet_bytes(store.read(repo, ref, p)) for t, p in paths.items()}, cfg)
+    return partition_frame({t: read_frame(store, repo, ref, p) for t, p in paths.items()}, cfg)
 
 
 def write_features(
@@ -134,7 +134,7 @@ def read_split(store: VersionedStore, cfg: PipelineConfig, data_version: str, sp
         wanted = entry["splits"][split]
         if not wanted:
             continue
-        frame = from_parquet_bytes(store.read(derived_repo(cfg), BRANCH, entry["path"]))
+        frame = read_frame(store, derived_repo(cfg), BRANCH, entry["path"])
         if wanted != entry["rows"]:
             day = local_days(frame[manifest["time_column"]], manifest["timezone"])
             frame = frame[bounds.assign(day).to_numpy() == split]

@@ -1,13 +1,16 @@
-"""Promotions and rollbacks: each one is a row of the promotion log first, and only the row's winner moves the
-``champion`` alias (the ``champion`` asset and the CLI go through the same functions).
+"""Promotions and rollbacks: each one is a row of the promotion log first (the row is the lock); then the
+``champion`` alias and the log's anchor are set from the log (``projection``). The ``champion`` asset and the
+CLI go through the same functions, and each first repairs a projection an interrupted promotion left behind.
 """
 
 from __future__ import annotations
 
+import logging
+
 import sqlalchemy as sa
 from mlflow.entities.model_registry import ModelVersion
 
-from mlassets.core.registry import promotion
+from mlassets.core.registry import projection, promotion
 from mlassets.core.registry.promotion import (
     FORCE,
     GENESIS,
@@ -18,16 +21,9 @@ from mlassets.core.registry.promotion import (
     PromotionError,
     PromotionLog,
 )
-from mlassets.core.registry.versions import (
-    CHAMPION,
-    RegistryError,
-    _client,
-    alias_version,
-    check_model,
-    gate_passed,
-    get_version,
-    set_alias,
-)
+from mlassets.core.registry.versions import RegistryError, check_model, gate_passed, get_version
+
+_log = logging.getLogger("mlassets.promotion")
 
 
 def serving_basis(record: ModelVersion, log: PromotionLog | None = None) -> str:
@@ -49,12 +45,22 @@ def _version_arg(version: str | int) -> str:
 
 
 def live_version(name: str, log: PromotionLog | None = None) -> str | None:
-    """The champion by the promotion log (the alias when the log has no row for ``name`` yet)."""
+    """The champion by the promotion log, the only truth about it (None before the first promotion)."""
     live = (log or PromotionLog()).live(name)
-    if live is not None:
-        return live.to_version
-    current = alias_version(name, CHAMPION)
-    return str(current.version) if current else None
+    return live.to_version if live else None
+
+
+def sync(name: str, log: PromotionLog | None = None) -> list[str]:
+    """Refuse a tampered log (``PromotionError``); repair an alias or anchor left behind by an interrupted
+    promotion, from the log. Returns one sentence per repair (empty when everything agreed)."""
+    log = log or PromotionLog()
+    state = projection.inspect(name, log)
+    if state.problems:
+        raise PromotionError(f"{state.problems[0]}; refusing to act on a damaged log (nothing changed)")
+    repairs = projection.repair(name, log, state)
+    for line in repairs:
+        _log.warning(line)
+    return repairs
 
 
 def promote(name: str, version: str | int, *, who: str | None = None, reason: str = "", force: bool = False,
@@ -95,11 +101,8 @@ def rollback(name: str, *, who: str | None = None, reason: str = "", log: Promot
 
 def _move(name: str, action: str, version: str, *, who: str | None, reason: str, log: PromotionLog,
           gated_against: str | None = None, expected_seq: int | None = None) -> Entry:
-    damage = log.verify(name)
-    if damage:
-        raise PromotionError(f"{damage[0]}; refusing to append to a damaged log (nothing changed)")
-    entries = log.entries(name)
-    head = entries[-1] if entries else None
+    sync(name, log)
+    head = log.head(name)
     head_seq = head.seq if head else 0
     current = live_version(name, log)
     if gated_against is not None and gated_against != (current or "none"):
@@ -112,36 +115,17 @@ def _move(name: str, action: str, version: str, *, who: str | None, reason: str,
         raise PromotionError(f"promotion log of {name!r} ends at seq {head_seq}, not {seq}")
     fields = {"action": action, "from_version": current, "to_version": version, "who": who, "reason": reason}
     if seq == head_seq:
-        moved: list[bool] = []
-
-        def move_alias(_: Entry) -> None:
-            set_alias(name, CHAMPION, version)
-            moved.append(True)
-
         try:
-            return log.append(name, seq + 1, head.hash if head else GENESIS, fields, before_commit=move_alias)
+            entry = log.append(name, seq + 1, head.hash if head else GENESIS, fields)  # the row is the lock
         except sa.exc.IntegrityError:
-            if moved:  # (a constraint checked at commit): the row is not there, so neither is the alias
-                _restore(name, log, current)
-        except BaseException:
-            if moved:  # the row did not commit: put the alias back where the log says it is
-                _restore(name, log, current)
-            raise
+            pass  # another promotion took seq + 1 first
+        else:
+            projection.project(name, log)  # then the alias and the anchor follow the log
+            return entry
     winner = next((e for e in log.entries(name) if e.seq == seq + 1), None)
     won = f"seq {winner.seq} ({winner.action} v{winner.to_version} by {winner.who})" if winner else f"seq {seq + 1}"
     attempt = log.append_next(name, {**fields, "action": action + LOST, "from_version": live_version(name, log),
                                      "reason": f"lost the race to {won}" + (f"; {reason}" if reason else "")})
+    projection.project(name, log)
     raise promotion.LostRace(f"model {name!r}: {action} to v{version} lost the race to {won}; the attempt is "
                              f"recorded as seq {attempt.seq} and the champion was not touched", attempt, winner)
-
-
-def _restore(name: str, log: PromotionLog, fallback: str | None) -> None:
-    try:  # the alias itself is what we moved, so it is no witness
-        live = log.live(name)
-        version = live.to_version if live else fallback
-    except Exception:  # noqa: BLE001 - the log is unreachable: the state read before the attempt
-        version = fallback
-    if version is None:
-        _client().delete_registered_model_alias(name, CHAMPION)
-    else:
-        set_alias(name, CHAMPION, version)

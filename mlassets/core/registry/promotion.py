@@ -2,8 +2,9 @@
 
 One table, primary key ``(model, seq)``: a promotion decided when the log stood at ``seq = N`` appends row
 ``N + 1``. Of two racing promotions exactly one insert succeeds; the other gets the key violation, records
-its attempt as a ``<action>-lost-race`` row and leaves the alias alone. The winner moves the MLflow alias
-inside its transaction, so the alias never runs ahead of a committed row. Each row carries
+its attempt as a ``<action>-lost-race`` row and leaves the alias alone. The alias (and the anchor of the log's
+head) are set from the log after the row commits (``projection``), so they can lag it but never run ahead of
+it. Each row carries
 ``hash = sha256(prev_hash + canonical JSON of the row)``: a silent rewrite breaks the chain (``verify``).
 
 sqlite at ``$MLASSETS_HOME/promotions.db`` by default; ``$MLASSETS_PROMOTION_DB`` takes any SQLAlchemy URL
@@ -17,7 +18,6 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -186,18 +186,14 @@ class PromotionLog:
                 break
         return problems
 
-    def append(self, model: str, seq: int, prev_hash: str, fields: dict[str, str | None],
-               before_commit: Callable[[Entry], None] | None = None) -> Entry:
-        """Insert row ``seq``; ``sa.exc.IntegrityError`` when it exists. ``before_commit`` runs inside the
-        transaction (the winner moves the alias there); if it raises, nothing is written."""
+    def append(self, model: str, seq: int, prev_hash: str, fields: dict[str, str | None]) -> Entry:
+        """Insert row ``seq``; ``sa.exc.IntegrityError`` when it exists (another writer took it first)."""
         entry = _entry(model, seq, prev_hash, fields)
         deadline = time.monotonic() + 60
         while True:
             try:
                 with self.engine.begin() as conn:
                     conn.execute(TABLE.insert().values(**asdict(entry)))
-                    if before_commit is not None:
-                        before_commit(entry)
                 return entry
             except sa.exc.OperationalError as exc:  # sqlite busy beyond its timeout: retry the same seq
                 if "locked" not in str(exc) or time.monotonic() > deadline:

@@ -14,7 +14,7 @@ from mlflow.exceptions import MlflowException
 
 from mlassets.core.records import RecordError
 from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
-from mlassets.core.train.artifact import ModelBundle, load_bundle
+from mlassets.core.train.artifact import ModelBundle, check_weights, load_bundle
 from mlassets.core.train.mlflow_model import bundle_path, signature_of
 
 CHAMPION = "champion"
@@ -89,4 +89,11 @@ def bundle_dir(version: ModelVersion) -> Path:
 
 
 def load_version_bundle(version: ModelVersion) -> ModelBundle:
-    return load_bundle(bundle_dir(version))
+    """The version's bundle, refused unless its weights are the ones its registry record names."""
+    directory = bundle_dir(version)
+    try:
+        check_weights(directory, record_of(version).weights_sha256,
+                      f"the registry record of {version.name!r} version {version.version}")
+    except ValueError as exc:
+        raise RegistryError(str(exc)) from None
+    return load_bundle(directory)

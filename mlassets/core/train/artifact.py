@@ -187,6 +187,20 @@ def _task(task: Any, directory: Path) -> str:
     return str(task)
 
 
+def weights_sha256(directory: str | Path) -> str:
+    """sha256 of a saved bundle's ``weights.pt``: what a registry record's ``weights_sha256`` must equal."""
+    return _sha256(Path(directory) / WEIGHTS)
+
+
+def check_weights(directory: str | Path, expected: str, what: str) -> None:
+    """``ValueError`` unless the bundle's weights are the ones ``what`` recorded (a manifest can be rewritten
+    together with the file it vouches for; a record kept elsewhere cannot be, by the same hand)."""
+    actual = weights_sha256(directory)
+    if actual != expected:
+        raise ValueError(f"{WEIGHTS} in {directory} has sha256 {actual[:16]}..., but {what} records "
+                         f"{expected[:16]}...: not the weights that were trained and gated; refusing to load them")
+
+
 def bundle_size_bytes(directory: str | Path) -> int:
     """Total size of the files in a saved bundle."""
     return sum(p.stat().st_size for p in Path(directory).rglob("*") if p.is_file())

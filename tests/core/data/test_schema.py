@@ -175,7 +175,7 @@ def test_fractional_value_in_int_column_fails(flights: pd.DataFrame, cfg: Pipeli
 
 
 def test_schema_covers_every_configured_column(cfg: PipelineConfig) -> None:
-    schema = build_schema(cfg.dataset)
+    schema = build_schema(cfg.dataset.columns, cfg.dataset.key)
     assert set(schema.columns) == set(cfg.dataset.columns)
     assert list(schema.unique) == cfg.dataset.key
 

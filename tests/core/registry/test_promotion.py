@@ -25,12 +25,12 @@ from mlassets.core import tracking
 from mlassets.core.config import load_config, shipped_configs
 from mlassets.core.evaluate.gate import GateResult, RuleResult
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.registry import promote
+from mlassets.core.registry import projection, promote
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import LostRace, PromotionError, PromotionLog
 from mlassets.core.registry.record import RegistryRecord
 from mlassets.core.train import mlflow_model
-from mlassets.core.train.artifact import ModelBundle, save_bundle
+from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha256
 from mlassets.core.train.model import TabularMLP
 from mlassets.core.train.result import Environment, Provenance
 
@@ -80,7 +80,7 @@ def shared_registry(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]
             with mlflow.start_run():
                 uri = mlflow_model.log_model(save_bundle(bundle, home / "bundle"))
             registry.set_signature(uri, bundle, flights_rows())
-        _SHARED.update(home=str(home), uri=uri)
+        _SHARED.update(home=str(home), uri=uri, weights=weights_sha256(home / "bundle"))
     return _SHARED["home"], _SHARED["uri"]
 
 
@@ -105,7 +105,8 @@ class Registry:
 
     def add(self, *gates: bool) -> list[str]:
         """Register one version per gate result; returns their numbers."""
-        return [registry.register(self.name, self.uri, record(passed)).version for passed in gates]
+        weights = _SHARED["weights"]  # the record names the logged bundle's weights, as training records them
+        return [registry.register(self.name, self.uri, record(passed, weights)).version for passed in gates]
 
     def champion(self) -> str | None:
         version = registry.alias_version(self.name, registry.CHAMPION)
@@ -251,14 +252,23 @@ def test_tampering_is_detected_and_blocks_promotion(reg: Registry) -> None:
     assert "seq 1 is missing" in reg.log.verify(reg.name)[0]
 
 
-def test_a_failed_alias_write_leaves_no_row(reg: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_alias_write_leaves_the_log_ahead_and_the_next_command_repairs_it(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
     reg.add(True, True)
     promote.promote(reg.name, "1")
 
     def broken(name: str, alias: str, version: str) -> None:
         raise RuntimeError("registry unreachable")
 
-    monkeypatch.setattr(promote, "set_alias", broken)
-    with pytest.raises(RuntimeError, match="unreachable"):
-        promote.promote(reg.name, "2")
-    assert [e.to_version for e in reg.log.entries(reg.name)] == ["1"] and reg.champion() == "1"
+    with monkeypatch.context() as patch:
+        patch.setattr(projection, "set_alias", broken)
+        with pytest.raises(RuntimeError, match="unreachable"):
+            promote.promote(reg.name, "2")
+    assert [e.to_version for e in reg.log.entries(reg.name)] == ["1", "2"]  # the row is the truth ...
+    assert reg.champion() == "1"  # ... the alias only lags it, never runs ahead
+    state = projection.inspect(reg.name, reg.log)
+    assert state.problems == [] and any("points at v1 but the promotion log says v2" in d for d in state.drift)
+    repairs = promote.sync(reg.name, reg.log)
+    assert repairs and all(r.startswith("repaired from the promotion log") for r in repairs)
+    assert reg.champion() == "2" and projection.inspect(reg.name, reg.log).consistent

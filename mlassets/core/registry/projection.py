@@ -1,0 +1,105 @@
+"""The promotion log's projection onto MLflow: the ``champion`` alias and the anchor of the log's head.
+
+The log is the truth. After each committed row, the alias is set to the log's live version and the registered
+model's tag ``mlassets.promotion_log_head`` to the log's head (``seq:hash``); a promotion killed between the
+row and these writes leaves them *behind* the log, which the next command repairs from the log, saying so.
+
+What the chain and the anchor can prove: every row links to the one before it (a rewritten or deleted row
+breaks the chain), and the anchor, kept in another service than the log, records how far the chain reached:
+a deleted or rewritten tail (the newest rows) no longer reaches the anchored seq and hash. What they cannot
+prove: who wrote a row, or that rows appended after the anchor by someone who can write both the log and
+MLflow are genuine; an anchor behind the log with an intact chain looks like an interrupted promotion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlflow.exceptions import MlflowException
+
+from mlassets.core.registry.promotion import Entry, PromotionLog
+from mlassets.core.registry.versions import CHAMPION, _client, alias_version, set_alias
+
+ANCHOR_TAG = "mlassets.promotion_log_head"
+
+
+@dataclass
+class LogState:
+    """What ``inspect`` found: tampering (``problems``: refuse to act) and a projection behind the log
+    (``drift``: repaired from the log)."""
+
+    live: str | None  # the champion by the log
+    head: Entry | None
+    problems: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+    alias: str | None = None
+    anchor: tuple[int, str] | None = None
+
+    @property
+    def consistent(self) -> bool:
+        return not self.problems and not self.drift
+
+
+def _anchor(name: str) -> tuple[int, str] | None:
+    try:
+        text = _client().get_registered_model(name).tags.get(ANCHOR_TAG, "")
+    except MlflowException:
+        return None
+    seq, _, digest = text.partition(":")
+    return (int(seq), digest) if seq.isdigit() and digest else None
+
+
+def inspect(name: str, log: PromotionLog) -> LogState:
+    """Check the chain, the anchored head and the alias of ``name`` against each other; change nothing."""
+    entries = log.entries(name)
+    live = log.live(name)
+    state = LogState(live=live.to_version if live else None, head=entries[-1] if entries else None)
+    state.problems = log.verify(name)
+    current = alias_version(name, CHAMPION)
+    state.alias = str(current.version) if current else None
+    state.anchor = _anchor(name)
+    head_seq = state.head.seq if state.head else 0
+    if state.anchor is not None:
+        seq, digest = state.anchor
+        at = next((e for e in entries if e.seq == seq), None)
+        if seq > head_seq:
+            state.problems.append(f"promotion log of {name!r} ends at seq {head_seq}, but its anchor in MLflow "
+                                  f"says seq {seq} was written: rows were deleted")
+        elif at is not None and at.hash != digest:
+            state.problems.append(f"promotion log of {name!r}, seq {seq}: the row was rewritten (its hash "
+                                  f"{at.hash[:12]} is not the anchored {digest[:12]})")
+        elif seq < head_seq:
+            state.drift.append(f"the anchor of {name!r} is at seq {seq}, the log at seq {head_seq}")
+    elif head_seq:
+        state.drift.append(f"the promotion log of {name!r} has no anchor in MLflow yet (log at seq {head_seq})")
+    if state.alias != state.live:
+        state.drift.append(f"the champion alias of {name!r} points at {_v(state.alias)} but the promotion log "
+                           f"says {_v(state.live)} is live")
+    return state
+
+
+def _v(version: str | None) -> str:
+    return f"v{version}" if version else "no version"
+
+
+def project(name: str, log: PromotionLog) -> None:
+    """Make the alias and the anchor what the log says now (after a row committed, or to repair)."""
+    live = log.live(name)
+    if live is None:
+        if alias_version(name, CHAMPION) is not None:
+            _client().delete_registered_model_alias(name, CHAMPION)
+    else:
+        set_alias(name, CHAMPION, live.to_version)
+    head = log.head(name)
+    if head is not None:
+        _client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
+
+
+def repair(name: str, log: PromotionLog, state: LogState | None = None) -> list[str]:
+    """Repair a projection that is behind the log (never tampering: ``state.problems`` must be empty); one
+    sentence per repair."""
+    state = state or inspect(name, log)
+    if state.problems or not state.drift:
+        return []
+    project(name, log)
+    return [f"repaired from the promotion log: {d}" for d in state.drift]
