@@ -50,7 +50,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
     print(f"\nPromotion log of {cfg.model.registered_name} (mlassets history):")
     print(history_text(cfg.model.registered_name)[0])
-    return 0
+    failed = [r for r in rows if r.decision not in ("pass", "reject")]  # the gate's verdicts are results
+    if failed:
+        print(f"\n{len(failed)} of {len(rows)} versions failed before the gate: "
+              + ", ".join(f"{r.month} ({r.decision})" for r in failed), file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

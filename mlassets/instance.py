@@ -12,6 +12,8 @@ _DAGSTER_YAML = """\
 # Embedded default: sqlite storage in this folder. See infra/dagster.yaml for PostgreSQL.
 telemetry:
   enabled: false
+nux:
+  enabled: false  # no "join the community" pop-up over the first page
 """
 
 

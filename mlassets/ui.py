@@ -1,17 +1,38 @@
 """``mlassets ui``: the Dagster webserver (with its daemon), the MLflow UI and the Streamlit diagnosis dashboard
-over the embedded stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it)."""
+over the embedded stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it).
+
+It fails fast, before starting anything, when a port is taken; says when each UI answers; and stops all of
+them, with a non-zero exit, when one of them dies.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from mlassets.core import paths
 from mlassets.instance import prepare_home
+
+READY_TIMEOUT_S = 300.0
+
+
+class PortTaken(OSError):
+    """A port the UI needs is in use."""
+
+
+@dataclass
+class Server:
+    name: str
+    command: list[str]
+    url: str
+    health: str  # a path that answers 200 once the server is up
 
 
 def _default_signals() -> None:
@@ -20,31 +41,22 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def commands(host: str, port: int, mlflow_port: int) -> list[list[str]]:
-    bin_dir = os.path.dirname(sys.executable)
-    out = [[os.path.join(bin_dir, "dagster"), "dev", "-m", "mlassets.definitions", "-h", host, "-p", str(port)]]
-    if mlflow_port:
-        out.append([os.path.join(bin_dir, "mlflow"), "server", "--backend-store-uri", paths.mlflow_tracking_uri(),
-                    "--default-artifact-root", paths.mlflow_artifact_root(), "--host", host,
-                    "--port", str(mlflow_port), "--workers", "1"])
-    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT", "8501"))
-    if dashboard_port:
-        out.append(dashboard_command(host, _free(host, dashboard_port)))
-    return out
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def _free(host: str, port: int) -> int:
     """``port`` if it can be bound on ``host``, else any free port (the dashboard must not stop the others)."""
-    import socket
-
-    for candidate in (port, 0):
-        with socket.socket() as sock:
-            try:
-                sock.bind((host, candidate))
-                return sock.getsockname()[1]
-            except OSError:
-                continue
-    return port
+    if port_free(host, port):
+        return port
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
 
 
 def dashboard_command(host: str, port: int) -> list[str]:
@@ -54,31 +66,82 @@ def dashboard_command(host: str, port: int) -> list[str]:
             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
 
 
+def servers(host: str, port: int, mlflow_port: int) -> list[Server]:
+    """What ``mlassets ui`` starts; ``PortTaken`` names a port of Dagster or MLflow that is in use."""
+    for what, wanted in (("--port", port), ("--mlflow-port", mlflow_port)):
+        if wanted and not port_free(host, wanted):
+            raise PortTaken(f"{host}:{wanted} is already in use ({what} {wanted}); stop what holds it or choose "
+                            f"another with {what}")
+    bin_dir = os.path.dirname(sys.executable)
+    out = [Server("Dagster UI", [os.path.join(bin_dir, "dagster"), "dev", "-m", "mlassets.definitions", "-h", host,
+                                 "-p", str(port)], f"http://{host}:{port}", "/server_info")]
+    if mlflow_port:
+        out.append(Server("MLflow UI", [os.path.join(bin_dir, "mlflow"), "server", "--backend-store-uri",
+                                        paths.mlflow_tracking_uri(), "--default-artifact-root",
+                                        paths.mlflow_artifact_root(), "--host", host, "--port", str(mlflow_port),
+                                        "--workers", "1"], f"http://{host}:{mlflow_port}", "/health"))
+    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT", "8501"))
+    if dashboard_port:
+        free = _free(host, dashboard_port)
+        out.append(Server("dashboard", dashboard_command(host, free), f"http://{host}:{free}", "/_stcore/health"))
+    return out
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own loopback servers
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 20
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) -> int:
-    """Run until interrupted (Ctrl-C or SIGTERM); stops both servers on the way out."""
+    """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died."""
+    try:
+        planned = servers(host, port, mlflow_port)
+    except PortTaken as exc:
+        print(f"mlassets ui: error: {exc}", file=sys.stderr)
+        return 2
     env = {**os.environ, "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home())}
-    env.setdefault("DAGSTER_WEBSERVER_URL", f"http://{host}:{port}")  # the dashboard's links
+    env.setdefault("DAGSTER_WEBSERVER_URL", f"http://{host}:{port}")  # the links between the UIs
     env.setdefault("MLASSETS_MLFLOW_URL", f"http://{host}:{mlflow_port}")
-    cmds = commands(host, port, mlflow_port)
-    procs = [subprocess.Popen(cmd, env=env, preexec_fn=_default_signals) for cmd in cmds]
-    dashboard = [c[c.index("--server.port") + 1] for c in cmds if "--server.port" in c]
-    print(f"Dagster UI: http://{host}:{port}" + (f"   MLflow UI: http://{host}:{mlflow_port}" if mlflow_port else "")
-          + (f"   dashboard: http://{host}:{dashboard[0]}" if dashboard else ""))
+    procs = [subprocess.Popen(s.command, env=env, preexec_fn=_default_signals) for s in planned]
+    print("starting " + ", ".join(f"{s.name} on {s.url}" for s in planned), flush=True)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    waiting, started, code = dict(zip(planned, procs, strict=True)), time.monotonic(), 0
     try:
-        while not stop["now"] and all(p.poll() is None for p in procs):
+        while not stop["now"]:
+            dead = [(s, p) for s, p in zip(planned, procs, strict=True) if p.poll() is not None]
+            if dead:
+                server, proc = dead[0]
+                print(f"mlassets ui: error: {server.name} stopped (exit code {proc.returncode}); stopping the "
+                      "others", file=sys.stderr)
+                code = 1
+                break
+            for server in [s for s in waiting if _answers(s.url + s.health)]:
+                waiting.pop(server)
+                print(f"{server.name} ready: {server.url} ({time.monotonic() - started:.0f} s)", flush=True)
+            if waiting and time.monotonic() - started > READY_TIMEOUT_S:
+                print(f"mlassets ui: error: {', '.join(s.name for s in waiting)} did not answer within "
+                      f"{READY_TIMEOUT_S:.0f} s", file=sys.stderr)
+                code = 1
+                break
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + 20
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    return 0
+        _stop(procs)
+    return code

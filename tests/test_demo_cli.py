@@ -31,7 +31,8 @@ def test_demo_of_another_dataset_has_no_broken_month_unless_asked(home: str, cap
 
     assert main(["demo", "--config", "orders_late", "--months", "1", "--broken-month", "2013-03"]) == 2
     assert "--broken-month: '2013-03' is not one of the demo months ['2024-W01']" in capsys.readouterr().err
-    assert main(["demo", "--config", "orders_late", "--months", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "broken data day" not in out
-    assert "orders_late__features: ValueError: features: the train split is empty" in out  # one week: no splits
+    assert main(["demo", "--config", "orders_late", "--months", "1"]) == 1  # the exit code tells the truth
+    captured = capsys.readouterr()
+    assert "broken data day" not in captured.out
+    assert "orders_late__features: ValueError: features: the train split is empty" in captured.out  # one week
+    assert "1 of 1 versions failed before the gate: 2024-W01 (error)" in captured.err

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import socket
 
-from mlassets.ui import commands
+from mlassets.ui import servers
+
+
+def commands(host: str, port: int, mlflow_port: int) -> list[list[str]]:
+    return [s.command for s in servers(host, port, mlflow_port)]
+
+
+def _free() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def test_ui_starts_streamlit_on_loopback(monkeypatch) -> None:
     monkeypatch.delenv("MLASSETS_DASHBOARD_PORT", raising=False)
-    streamlit = [c for c in commands("127.0.0.1", 3000, 5000) if c[0].endswith("streamlit")]
+    streamlit = [c for c in commands("127.0.0.1", _free(), _free()) if c[0].endswith("streamlit")]
     assert len(streamlit) == 1
     command = streamlit[0]
     assert command[1:3] == ["run", command[2]] and command[2].endswith("dashboard/streamlit_app.py")
@@ -19,8 +29,8 @@ def test_ui_starts_streamlit_on_loopback(monkeypatch) -> None:
         sock.bind(("127.0.0.1", 0))
         free = sock.getsockname()[1]
     monkeypatch.setenv("MLASSETS_DASHBOARD_PORT", str(free))
-    (command,) = [c for c in commands("127.0.0.1", 3000, 5000) if c[0].endswith("streamlit")]
+    (command,) = [c for c in commands("127.0.0.1", _free(), _free()) if c[0].endswith("streamlit")]
     assert command[command.index("--server.port") + 1] == str(free)
     assert command[command.index("--browser.gatherUsageStats") + 1] == "false"
     monkeypatch.setenv("MLASSETS_DASHBOARD_PORT", "0")
-    assert not [c for c in commands("127.0.0.1", 3000, 5000) if c[0].endswith("streamlit")]
+    assert not [c for c in commands("127.0.0.1", _free(), _free()) if c[0].endswith("streamlit")]

@@ -32,19 +32,20 @@ def _synthetic_splits(store, cfg, data_version: str, directory: Path, splits: tu
     return {"train": train, "validation": val}
 
 
-def _materialize(**train: object) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance, str]:
+def _materialize(key: str = "", **train: object) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance, str]:
     """Materialize the training step for a data version (a raw commit) whose features are synthetic."""
     cfg = parse_config(tiny_config(nproc=2, epochs=2, checkpoint_every_steps=4, telemetry_every_steps=4, **train))
     store = open_store()
     store.create_repo(raw_repo(cfg), default_branch="main")
-    version = store.commit(raw_repo(cfg), "main", {"raw/flights/2013-01.parquet": b"synthetic"}, "synthetic").id
+    version = key or store.commit(raw_repo(cfg), "main", {"raw/flights/2013-01.parquet": b"synthetic"}, "x").id
     instance = dg.DagsterInstance.ephemeral()
     versions = dg.DynamicPartitionsDefinition(name=f"{cfg.dataset.name}_data_versions")
     instance.add_dynamic_partitions(versions.name, [version])
     keys = DatasetKeys.of(cfg)
     features = FeatureSet(data_version=version, commit="synthetic", rows={"train": 1000, "validation": 300},
                           manifest_uri="synthetic")  # the upstream record, built by hand
-    RecordFiles(paths.records_root()).write(keys.features.path, version, features)
+    if not key:
+        RecordFiles(paths.records_root()).write(keys.features.path, version, features)
     assets = [*training.build(cfg, keys), dg.SourceAsset(keys.features, partitions_def=versions)]
     result = dg.materialize(assets, partition_key=version, instance=instance, resources=default_resources(),
                             raise_on_error=False)
@@ -103,3 +104,15 @@ def test_a_dead_rank_fails_the_step_within_the_collective_timeout(home: str) -> 
     assert stamps["STEP_FAILURE"] - training_started < 3 + 30  # the timeout, plus torchrun tearing down
     assert stamps["STEP_FAILURE"] - stamps["STEP_START"] < 120  # the stuck rank would sleep for 10 minutes
     assert start.step_key == failure.step_key == "flights__candidate_model"
+
+
+def test_a_partition_key_that_is_not_a_data_version_creates_nothing(home: str, tmp_path) -> None:
+    """A dynamic partition such as ``../../../x`` is refused before anything is made on disk."""
+    key = "../../../../escape"
+    result, _, _ = _materialize(key=key)
+    assert not result.success
+    (failure,) = _events(result, "STEP_FAILURE")
+    assert "escape" in failure.step_failure_data.error.cause.message  # the key is named
+    base = Path(home).resolve()
+    assert not [p for p in base.parents[1].rglob("escape")]  # nothing under the test's folders ...
+    assert not (base / "work").exists()  # ... and no working area at all

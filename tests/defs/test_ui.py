@@ -45,14 +45,27 @@ def _wait(url: str, body: dict | None, deadline: float, proc: subprocess.Popen) 
     raise AssertionError(f"{url} did not answer in time")
 
 
-def test_ui_shows_demo_materializations(demo: Demo):
+def test_ui_fails_fast_when_a_port_is_taken(home: str, capsys) -> None:
+    from mlassets.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["ui", "--port", str(port), "--mlflow-port", str(_free_port())]) == 2  # nothing started
+    assert f"127.0.0.1:{port} is already in use (--port {port})" in capsys.readouterr().err
+
+
+def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
     port, mlflow_port = _free_port(), _free_port()
-    env = {**os.environ, "MLASSETS_HOME": demo.home}
+    env = {**os.environ, "MLASSETS_HOME": demo.home, "MLASSETS_DASHBOARD_PORT": "0"}
     env.pop("DAGSTER_HOME", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlassets.cli", "ui", "--port", str(port), "--mlflow-port", str(mlflow_port)],
-        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path / "ui.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlassets.cli", "ui", "--port", str(port), "--mlflow-port", str(mlflow_port)],
+            env=env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 120
         graphql = f"http://127.0.0.1:{port}/graphql"
@@ -69,6 +82,10 @@ def test_ui_shows_demo_materializations(demo: Demo):
         assert {a["alias"] for a in model.get("aliases", [])} >= {"champion"}
         with pytest.raises(OSError):  # loopback only: not reachable on another local address
             socket.create_connection((_other_address(), port), timeout=2).close()
+        deadline = time.monotonic() + 30  # it says when each UI answers
+        while "MLflow UI ready" not in log.read_text() or "Dagster UI ready" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.5)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -90,3 +90,4 @@ def test_sigkill_mid_ingest_then_prune_leaves_nothing_and_main_intact(spec: tupl
     assert store.resolve(repo, WATCHED_BRANCH) == head
     again = ingest_partition(store, cfg, FEB, month_tables(cfg, FEB))
     assert again.created and again.parent == head
+    store.delete_repo(repo)  # the fake lakeFS server is shared by the whole test run

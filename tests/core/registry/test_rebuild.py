@@ -53,6 +53,10 @@ def _lakefs_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def registered_on_lakefs(tmp_path_factory) -> Path:
     """The same, with the data versions in lakeFS: the pipeline's store switched by ``MLASSETS_STORE``."""
+    store = fake_lakefs.shared().store()
+    for repo in ("flights", "flights-derived"):  # the shared fake server keeps what other tests wrote
+        if repo in store.list_repos():
+            store.delete_repo(repo)
     return _demo_in_a_clone(tmp_path_factory.mktemp("rebuild-lakefs"), MLASSETS_STORE="lakefs", **_lakefs_env())
 
 
