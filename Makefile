@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test ui bench lint lock clean chromium
+.PHONY: demo test ui bench lint lock clean chromium postgres
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "mlassets needs Python 3.11 (set PYTHON=python3.11)")'
@@ -16,7 +16,7 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 	$(BIN)/mlassets demo $(ARGS)
 
-test: $(STAMP) chromium  ## lint, then the whole test suite
+test: $(STAMP) chromium postgres  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(ARGS)
 
@@ -24,6 +24,13 @@ chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as 
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } || \
 	  echo "chromium: not found and not installable here (not root?); the browser test will skip"
+
+postgres:  ## Debian's PostgreSQL server for tests/production, installed (as root) only when missing
+	@{ command -v pg_ctl >/dev/null 2>&1 && command -v initdb >/dev/null 2>&1; } || \
+	  ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } || \
+	  echo "postgres: not found and not installable here (not root?); the tests that need it will skip"
 
 ui: $(STAMP)  ## Dagster UI on 127.0.0.1:3000 and MLflow UI on 127.0.0.1:5000
 	$(BIN)/mlassets ui

@@ -24,16 +24,16 @@ def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[list
     """(incremental seconds, scratch seconds, months computed per incremental run, rows of the version)."""
     from mlassets.core.config import load_config, shipped_configs
     from mlassets.core.data.ingest import ingest_partition
-    from mlassets.core.data.raw import month_tables
+    from mlassets.core.data.raw import partition_tables
     from mlassets.core.data.store import open_store
     from mlassets.core.features.store import write_features
 
     cfg = load_config(shipped_configs()["flights"])
-    store, months = open_store(), cfg.dataset.months
+    store, months = open_store(), cfg.dataset.partitions.keys
     for month in months[:-1]:
         version = ingest_partition(store, cfg, month).data_version
     write_features(store, cfg, version)  # the previous version's features: every month but the last cached
-    last = month_tables(cfg, months[-1])
+    last = partition_tables(cfg, months[-1])
     incremental, computed = [], []
     for i in range(repeats):  # the new month, then two late corrections of it: one month to build each time
         flights = last["flights"].copy()

@@ -77,16 +77,16 @@ def floor_overheads(n: int = FLOOR_ASSETS, repeats: int = FLOOR_REPEATS) -> list
 def pipeline_runs(months: int = PIPELINE_MONTHS) -> list[tuple[float, float, bool]]:
     """(wall, compute, success) of the flights pipeline for ``months`` data versions (embedded sqlite)."""
     from mlassets.core.config import load_config, shipped_configs
-    from mlassets.definitions import build_definitions
-    from mlassets.demo import ingest, run_pipeline
+    from mlassets.demo import play
     from mlassets.instance import get_instance
+    from mlassets.runs import ingest
 
     cfg = load_config(shipped_configs()["flights"])
     cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=SAMPLE_FRACTION))
-    defs, runs = build_definitions([cfg]), []
+    runs = []
     with get_instance() as instance:
-        for month in cfg.dataset.months[:months]:
-            row = run_pipeline(defs, instance, cfg, month, ingest(defs, instance, cfg, month))
+        for month in cfg.dataset.partitions.keys[:months]:
+            row = play(instance, cfg, month, ingest(instance, cfg, month).data_version)
             runs.append((row.seconds, step_compute_seconds(instance, row.run_id), row.success))
     return runs
 

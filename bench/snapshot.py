@@ -24,7 +24,7 @@ def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[str]
 
     cfg = load_config(shipped_configs()["flights"])
     store = open_store()
-    versions = [ingest_partition(store, cfg, month).data_version for month in cfg.dataset.months]
+    versions = [ingest_partition(store, cfg, month).data_version for month in cfg.dataset.partitions.keys]
     first, last = [], []
     new: list[str] = []
     for _ in range(repeats):

@@ -122,6 +122,10 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
         from mlassets.core.registry.promotion import LostRace, PromotionError
         from mlassets.core.registry.versions import RegistryError
 
+        if getattr(args, "config", ""):
+            from mlassets.core.config import resolve_config
+
+            args.model = load_config(resolve_config(args.config)).model.registered_name
         args.model = args.model or default_model()
         try:
             return command(args)
@@ -140,14 +144,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     promote = sub.add_parser("promote", help="move `champion` to a version with a passing gate (logged)")
     promote.add_argument("version", help="model version number (3 or v3)")
     promote.add_argument("--model", default="", help=model_help)
+    promote.add_argument("--config", default="", help="or the dataset config whose model it is")
     promote.add_argument("--force", action="store_true", help="promote a version without a passing gate")
     promote.add_argument("--reason", default="", help="why (required with --force)")
     promote.set_defaults(func=_guarded(cmd_promote))
     rollback = sub.add_parser("rollback", help="move `champion` back to the previous champion (logged)")
     rollback.add_argument("--model", default="", help=model_help)
+    rollback.add_argument("--config", default="", help="or the dataset config whose model it is")
     rollback.add_argument("--reason", default="", help="why")
     rollback.set_defaults(func=_guarded(cmd_rollback))
     history = sub.add_parser("history", help="the promotion log; --at TIME names the version live then")
     history.add_argument("--model", default="", help=model_help)
+    history.add_argument("--config", default="", help="or the dataset config whose model it is")
     history.add_argument("--at", default="", help="ISO 8601 time (UTC unless it names a zone)")
     history.set_defaults(func=_guarded(cmd_history))

@@ -1,10 +1,11 @@
-"""The Dagster ``Definitions`` of mlassets: one asset graph per shipped dataset config."""
+"""The Dagster ``Definitions`` of mlassets: one asset graph per dataset config found (``$MLASSETS_CONFIGS``: files
+or folders of them; else the configs registered in ``$MLASSETS_HOME/configs``; else the shipped ones)."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from mlassets.core.config import PipelineConfig, load_config, shipped_configs
+from mlassets.core.config import PipelineConfig, config_paths, load_config
 from mlassets.defs.factory import dataset_defs
 from mlassets.defs.resources import default_resources
 
@@ -13,4 +14,7 @@ def build_definitions(configs: list[PipelineConfig]) -> dg.Definitions:
     return dg.Definitions.merge(*(dataset_defs(c) for c in configs), dg.Definitions(resources=default_resources()))
 
 
-defs = build_definitions([load_config(p) for p in shipped_configs().values()])
+@dg.definitions
+def defs() -> dg.Definitions:
+    """Built when loaded (``dagster dev``, the daemon, each run), from the configs found then."""
+    return build_definitions([load_config(p) for p in config_paths()])

@@ -1,4 +1,4 @@
-"""``mlassets demo``: months arrive one at a time; each new data version runs the whole pipeline."""
+"""``mlassets demo``: partitions (months) arrive one at a time; each new data version runs the whole pipeline."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.ingest import Ingested
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.records import Record, RecordFiles
 from mlassets.core.registry.record import ChampionDecision
-from mlassets.defs.factory import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
+from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
 
 
 @dataclass
@@ -35,60 +32,20 @@ class VersionRow:
     unjudged: list[str] = field(default_factory=list)  # slice values the gate had too few rows to judge
 
 
-QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
-
-
-def _record(result: dg.ExecuteInProcessResult, key: dg.AssetKey, partition: str) -> Record | None:
-    """The record ``key`` stored for ``partition`` in this run (None when this run did not materialize it)."""
-    if key not in {e.asset_key for e in result.get_asset_materialization_events()}:
-        return None
-    return RecordFiles(paths.records_root()).read(key.path, partition)
-
-
-def ingest(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, month: str,
-           corrupt: str = "", shift: float = 0.0) -> Ingested:
-    """Materialize one month of raw data; return what the ingest did (``DataRejected``-like failures raise)."""
+def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float) -> VersionRow:
+    """What the pipeline run of a data version decided, read from the records it handed on."""
     keys = DatasetKeys.of(cfg)
-    run_config = {**QUIET, "ops": {keys.raw.to_python_identifier(): {"config": {
-        "corrupt_slice": corrupt, "corrupt_shift": shift}}}} if corrupt else QUIET
-    result = defs.resolve_job_def(ingest_job_name(cfg)).execute_in_process(
-        instance=instance, partition_key=month, run_config=run_config, raise_on_error=False
-    )
-    ingested = _record(result, keys.raw, month)
-    if not isinstance(ingested, Ingested):
-        raise IngestFailed(month, _failure(result) or f"ingest run {result.run_id} failed")
-    return ingested
-
-
-class IngestFailed(RuntimeError):
-    """A partition did not reach the watched branch (its checks failed, or its source could not be read)."""
-
-    def __init__(self, partition: str, reason: str) -> None:
-        super().__init__(f"partition {partition}: {reason}")
-        self.partition, self.reason = partition, reason
-
-
-def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, month: str,
-                 version: str) -> VersionRow:
-    """Materialize everything downstream of the raw data for one data version."""
-    keys = DatasetKeys.of(cfg)
-    start = time.perf_counter()
-    result = defs.resolve_job_def(pipeline_job_name(cfg)).execute_in_process(
-        instance=instance, partition_key=version, raise_on_error=False, run_config=QUIET
-    )
-    seconds = time.perf_counter() - start
-    evaluation = _record(result, keys.evaluation, version)
-    gate = _record(result, keys.gate_result, version)
-    champion = _record(result, keys.champion, version)
-    snapshot_checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    evaluation = run.record(keys.evaluation, version)
+    gate = run.record(keys.gate_result, version)
+    champion = run.record(keys.champion, version)
     unjudged: list[str] = []
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
         reasons, unjudged = gate.reasons(), [u.describe() for u in gate.unjudged]
-    elif snapshot_checks:
-        decision, reasons = "invalid data", [e.description or e.check_name for e in snapshot_checks]
+    elif run.failed_checks:
+        decision, reasons = "invalid data", [e.description or e.check_name for e in run.failed_checks]
     else:
-        decision, reasons = "error", [_failure(result) or f"run {result.run_id} failed before the gate"]
+        decision, reasons = "error", [run.failure or f"run {run.run_id} failed before the gate"]
     if isinstance(champion, ChampionDecision):
         champion_version = champion.champion_version
     else:
@@ -96,15 +53,22 @@ def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: Pipeli
     metric = cfg.gate.main_metric
     scored = isinstance(evaluation, Evaluation)
     return VersionRow(
-        month=month, data_version=version, metric=metric,
+        month=partition, data_version=version, metric=metric,
         candidate_metric=evaluation.candidate.get(metric) if scored else None,
         champion_metric=(evaluation.champion or {}).get(metric) if scored else None,
         decision=decision, reasons=reasons, champion_version=champion_version,
-        seconds=seconds, run_id=result.run_id, success=result.success, unjudged=unjudged,
+        seconds=seconds, run_id=run.run_id, success=run.success, unjudged=unjudged,
     )
 
 
-def run_demo(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
+def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str) -> VersionRow:
+    """Run the pipeline for one data version; its row of the demo table."""
+    start = time.perf_counter()
+    run = run_pipeline(instance, cfg, version)
+    return version_row(cfg, partition, version, run, time.perf_counter() - start)
+
+
+def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
              broken: dict[str, tuple[str, float]], progress: Callable[[str], None] = print) -> list[VersionRow]:
     rows = []
     for i, month in enumerate(months, 1):
@@ -112,7 +76,7 @@ def run_demo(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineCo
         note = f" (broken data day: {corrupt} labels {shift:+g} min)" if corrupt else ""
         progress(f"[{i}/{len(months)}] ingest {cfg.dataset.name} {month}{note}")
         try:
-            ingested = ingest(defs, instance, cfg, month, corrupt, shift)
+            ingested = ingest(instance, cfg, month, corrupt=corrupt, shift=shift)
         except IngestFailed as exc:
             progress(f"      rejected: {exc.reason.splitlines()[0]}")
             rows.append(VersionRow(month=month, data_version="", metric=cfg.gate.main_metric, candidate_metric=None,
@@ -125,25 +89,13 @@ def run_demo(defs: dg.Definitions, instance: dg.DagsterInstance, cfg: PipelineCo
             continue
         version = ingested.data_version
         progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
-        row = run_pipeline(defs, instance, cfg, month, version)
+        row = play(instance, cfg, month, version)
         progress(f"      {row.decision}; champion v{row.champion_version} ({row.seconds:.1f} s)")
         rows.append(row)
     return rows
 
 
 _NAMES = {"mae": "MAE", "rmse": "RMSE", "logloss": "log loss", "brier": "Brier"}
-
-
-def _failure(result: dg.ExecuteInProcessResult) -> str | None:
-    """The first failed step and what its own code raised (Dagster's wrapping errors skipped)."""
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data is not None:
-            error = event.step_failure_data.error
-            while error is not None and error.cause is not None:
-                error = error.cause
-            text = error.message.strip().splitlines()[0] if error is not None and error.message.strip() else ""
-            return f"{event.step_key}: {text}" if text else None
-    return None
 
 
 def _fmt(value: float | None, metric: str) -> str:
@@ -157,10 +109,10 @@ def format_unjudged(rows: list[VersionRow]) -> str:
         if lines else ""
 
 
-def format_table(rows: list[VersionRow]) -> str:
+def format_table(rows: list[VersionRow], label: str = "month") -> str:
     metric = rows[0].metric if rows else "mae"
     name = _NAMES.get(metric, metric)
-    header = ["month", "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
+    header = [label, "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
     lines = [[r.month, r.data_version[:12], _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
               r.decision, f"v{r.champion_version}", "; ".join(r.reasons) or "-"] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]

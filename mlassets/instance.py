@@ -6,6 +6,7 @@ import os
 
 import dagster as dg
 
+from mlassets import settings
 from mlassets.core import paths
 
 _DAGSTER_YAML = """\
@@ -18,7 +19,14 @@ nux:
 
 
 def prepare_home() -> str:
-    """Create ``$DAGSTER_HOME`` (default ``$MLASSETS_HOME/dagster``) and its dagster.yaml; return the path."""
+    """Create ``$DAGSTER_HOME`` (default ``$MLASSETS_HOME/dagster``) and its dagster.yaml; return the path.
+
+    Production profile: ``$DAGSTER_HOME`` and its PostgreSQL dagster.yaml must exist; nothing is written there,
+    and every missing setting of every service is named at once (``SettingsError``).
+    """
+    if settings.production():
+        settings.check()
+        return os.environ[settings.DAGSTER_HOME_ENV]
     home = os.environ.get("DAGSTER_HOME") or str(paths.dagster_home())
     os.makedirs(home, exist_ok=True)
     config = os.path.join(home, "dagster.yaml")

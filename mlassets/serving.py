@@ -18,7 +18,8 @@ from opentelemetry import trace
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import derived_repo, to_parquet_bytes
+from mlassets.core.data.parquet import to_parquet_bytes
+from mlassets.core.data.raw import derived_repo
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.diagnose import spans
 from mlassets.core.features.store import BRANCH

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from mlassets.core.config import load_config, shipped_configs
-from mlassets.definitions import build_definitions, defs
+from mlassets.core.config import CONFIGS_ENV, load_config, save_config, shipped_configs
+from mlassets.definitions import build_definitions
+from mlassets.definitions import defs as load_defs
 
 EXPECTED = {
     # key: (group, partitions, parents, checks)
-    "flights/raw_flights": ("data", "months", [], []),
+    "flights/raw_flights": ("data", "flights_partitions", [], []),
     "flights/snapshot": ("snapshot", "flights_data_versions", ["flights/raw_flights"],
                          ["min_rows", "row_change", "schema", "target_mean", "target_quantiles"]),
     "flights/features": ("features", "flights_data_versions", ["flights/snapshot"], []),
@@ -32,7 +35,8 @@ def _renamed(name: str) -> dict:
     """The flights lines for another dataset: every shipped config gets the same graph under its own name."""
     def rename(text: str) -> str:
         text = text.replace("raw_flights", f"raw_{name}").replace("flights/", f"{name}/")
-        return text.replace("flights_data_versions", f"{name}_data_versions")
+        text = text.replace("flights_data_versions", f"{name}_data_versions")
+        return text.replace("flights_partitions", f"{name}_partitions")
 
     return {rename(k): (group, rename(parts), [rename(p) for p in parents], checks)
             for k, (group, parts, parents, checks) in EXPECTED.items()}
@@ -62,16 +66,21 @@ def _snapshot(definitions: dg.Definitions) -> dict:
     return out
 
 
-def test_asset_graph_snapshot():
+@pytest.fixture
+def defs(home: str) -> dg.Definitions:
+    """The code location's definitions in an empty embedded stack: one graph per shipped config."""
+    return load_defs()
+
+
+def test_asset_graph_snapshot(defs):
     assert _snapshot(defs) == SHIPPED
 
 
-def test_months_and_blocking_checks():
+def test_partitions_and_blocking_checks(defs):
     graph = defs.resolve_asset_graph()
     raw = graph.get(dg.AssetKey(["flights", "raw_flights"]))
-    assert raw.partitions_def.get_partition_keys() == [f"2013-{m:02d}" for m in range(1, 13)]
-    weeks = graph.get(dg.AssetKey(["orders", "raw_orders"])).partitions_def.get_partition_keys()
-    assert (weeks[0], weeks[-1], len(weeks)) == ("2024-W01", "2024-W26", 26)
+    assert isinstance(raw.partitions_def, dg.DynamicPartitionsDefinition)  # keys are added as they are ingested
+    assert raw.partitions_def.name == "flights_partitions"
     specs = {spec.key.name: spec for a in defs.assets for spec in getattr(a, "check_specs", [])}
     assert {name: spec.blocking for name, spec in specs.items()} == {
         "schema": True, "min_rows": True, "row_change": True, "target_mean": True, "target_quantiles": True,
@@ -79,13 +88,24 @@ def test_months_and_blocking_checks():
     }
 
 
-def test_jobs_and_resources():
+def test_jobs_and_resources(defs):
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"flights_ingest", "flights_pipeline"}
     pipeline = defs.resolve_job_def("flights_pipeline")
     selected = {k.to_user_string() for k in pipeline.asset_layer.executable_asset_keys}
     assert selected == set(EXPECTED) - {"flights/raw_flights", "flights/scaling_profile"}  # ops: run on demand
-    assert "end_mlflow_on_run_finished" in {h.name for h in pipeline.hook_defs}
     assert set(defs.resources) == {"store", "mlflow", "pipes", "io_manager"}
+    assert all(j.executor_def.name == "in_process" for j in (pipeline, defs.resolve_job_def("flights_ingest")))
+
+
+def test_the_code_location_builds_the_configs_it_finds(home: str, tmp_path, monkeypatch) -> None:
+    flights = load_config(shipped_configs()["flights"])
+    save_config(flights, Path(home) / "configs")  # registered by a demo or an ingest: only this one now
+    assert {k.path[0] for k in load_defs().resolve_asset_graph().get_all_asset_keys()} == {"flights"}
+    other = dataclasses.replace(flights, dataset=dataclasses.replace(flights.dataset, name="sales"),
+                                model=dataclasses.replace(flights.model, registered_name="sales_model"))
+    path = save_config(other, tmp_path / "elsewhere")
+    monkeypatch.setenv(CONFIGS_ENV, str(path))  # configs anywhere: the variable wins
+    assert {k.path[0] for k in load_defs().resolve_asset_graph().get_all_asset_keys()} == {"sales"}
 
 
 def test_second_dataset_adds_assets_without_collisions():

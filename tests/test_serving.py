@@ -14,7 +14,8 @@ import pytest
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import derived_repo, from_parquet_bytes
+from mlassets.core.data.parquet import from_parquet_bytes
+from mlassets.core.data.raw import derived_repo
 from mlassets.core.data.store import open_store
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry import promote

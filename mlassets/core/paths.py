@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mlassets import settings
+
 
 def home() -> Path:
     """The root of the embedded stack (created on first use)."""
@@ -24,10 +26,14 @@ def store_root() -> Path:
 
 
 def mlflow_tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{home() / 'mlflow.db'}"
+    """``$MLFLOW_TRACKING_URI``; embedded: sqlite in the home (production: the variable is required)."""
+    return settings.service_env(settings.TRACKING_ENV) or f"sqlite:///{home() / 'mlflow.db'}"
 
 
 def mlflow_artifact_root() -> str:
+    """Where new experiments keep artifacts; "" in production with an MLflow server (the server decides)."""
+    if settings.production():
+        return settings.artifact_root()
     return (home() / "mlartifacts").as_uri()
 
 
@@ -41,3 +47,8 @@ def work_dir(*parts: str) -> Path:
 def records_root() -> Path:
     """Where the records that assets hand each other are kept (one JSON file per asset and partition)."""
     return Path(os.environ.get("MLASSETS_RECORDS") or home() / "records")
+
+
+def configs_dir() -> Path:
+    """The dataset configs this embedded stack was used with (``mlassets demo``/``ingest`` register them here)."""
+    return home() / "configs"

@@ -5,17 +5,17 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
 from mlassets.core.data.ingest import DataRejected, Ingested, ingest_partition
-from mlassets.core.data.raw import check_partition_key, main_table, month_tables, raw_repo, tables_from_dir
+from mlassets.core.data.raw import check_partition_key, main_table, partition_tables, raw_repo
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_metadata
-from mlassets.defs.partitions import data_versions, months
+from mlassets.defs.partitions import data_versions, raw_partitions
 from mlassets.defs.resources import StoreResource
 
 
 class IngestConfig(dg.Config):
     """Where the partition's tables come from, and fault injection for demos and tests (off by default)."""
 
-    tables_dir: str = ""  # load <table>.parquet files from here instead of the source (a delivered file, a replay)
+    delivered: str = ""  # a delivered file, or a folder of <table> files, instead of the source (a replay, a test)
     corrupt_slice: str = ""  # e.g. "carrier=EV": shift that slice's training labels
     corrupt_shift: float = 0.0
 
@@ -23,7 +23,7 @@ class IngestConfig(dg.Config):
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     versions = data_versions(cfg)
 
-    @dg.asset(key=keys.raw, partitions_def=months(cfg), group_name="data", kinds={"parquet"})
+    @dg.asset(key=keys.raw, partitions_def=raw_partitions(cfg), group_name="data", kinds={"parquet"})
     def raw(context: dg.AssetExecutionContext, config: IngestConfig, store: StoreResource) -> dg.Output[Ingested]:
         """One partition of source data, validated before it reaches the watched branch; its commit is a new
         data version. Fails, naming every failed check, with the watched branch unchanged."""
@@ -32,7 +32,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except ValueError as exc:
             raise dg.Failure(str(exc)) from None
         try:
-            tables = tables_from_dir(config.tables_dir) if config.tables_dir else month_tables(cfg, key)
+            tables = partition_tables(cfg, key, config.delivered or None)
         except ValueError as exc:  # an unreadable delivery: named, and nothing was written
             raise dg.Failure(description=f"partition {key} was not ingested: {exc}") from None
         if config.corrupt_slice:

@@ -1,4 +1,5 @@
-"""Partitions: raw data by month; everything downstream by data version (a full store commit id)."""
+"""Partitions: raw data by the dataset's own keys (months, weeks, names: added as they are ingested); everything
+downstream by data version (a full store commit id, added when an ingest creates one)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 
 
-def months(cfg: PipelineConfig) -> dg.StaticPartitionsDefinition:
-    return dg.StaticPartitionsDefinition(cfg.dataset.months)
+def raw_partitions(cfg: PipelineConfig) -> dg.DynamicPartitionsDefinition:
+    return dg.DynamicPartitionsDefinition(name=f"{cfg.dataset.name}_partitions")
 
 
 def data_versions(cfg: PipelineConfig) -> dg.DynamicPartitionsDefinition:

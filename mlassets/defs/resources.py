@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import dagster as dg
+import mlflow
 from dagster_mlflow.resources import CONFIG_SCHEMA, MlFlow
+from mlflow.entities import RunStatus
 from pydantic import Field
 
+from mlassets import settings
 from mlassets.core import tracking
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
 from mlassets.defs.records import RecordIOManager
@@ -35,13 +40,34 @@ class StoreResource(dg.ConfigurableResource):
 
 
 @dg.resource(config_schema=CONFIG_SCHEMA)
-def mlflow_tracking(context: dg.InitResourceContext) -> MlFlow:
-    """dagster-mlflow's resource, after creating the experiment with artifacts on the embedded stack."""
+def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
+    """dagster-mlflow's resource, after creating the experiment with artifacts on the embedded stack.
+
+    The MLflow run ends when the Dagster run's resources are torn down (after its last step, with the jobs'
+    in-process executor): FINISHED when every step succeeded, FAILED when one failed or was skipped (a blocking
+    check failed). No MLflow run stays RUNNING, and the next run in the same process is not logged into it.
+    """
     tracking.configure(context.resource_config.get("mlflow_tracking_uri"), context.resource_config["experiment_name"])
-    return MlFlow(context)
+    resource = MlFlow(context)
+    try:
+        yield resource
+    finally:
+        active = mlflow.active_run()
+        if active is not None and active.info.run_id == resource.mlflow_run_id:
+            mlflow.end_run(status=_status(context))
+
+
+def _status(context: dg.InitResourceContext) -> str:
+    stopped = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED}
+    if context.instance is None or context.dagster_run is None:
+        return RunStatus.to_string(RunStatus.FINISHED)
+    records = context.instance.get_records_for_run(context.dagster_run.run_id, of_type=stopped, limit=1).records
+    return RunStatus.to_string(RunStatus.FAILED if records else RunStatus.FINISHED)
 
 
 def default_resources() -> dict[str, object]:
+    """The resources of the profile ``$MLASSETS_PROFILE`` selects; production fails here, naming what is missing."""
+    settings.check()
     return {
         "store": StoreResource(),
         "mlflow": mlflow_tracking.configured({"experiment_name": tracking.EXPERIMENT}),

@@ -11,8 +11,10 @@ from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig
 from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
-from mlassets.demo import VersionRow, ingest, run_pipeline
+from mlassets.demo import VersionRow
+from mlassets.demo import play as run_pipeline
 from mlassets.instance import get_instance
+from mlassets.runs import ingest
 from tests.conftest import small_flights
 
 BROKEN = ("carrier=UA", 240.0)
@@ -39,8 +41,9 @@ def demo(tmp_path_factory) -> Demo:
         defs, instance = build_definitions([cfg]), get_instance()
         rows, champions = [], []
         for month, broken in (("2013-01", None), ("2013-02", None), ("2013-03", BROKEN)):
-            version = ingest(defs, instance, cfg, month, *(broken or ("", 0.0))).data_version
-            rows.append(run_pipeline(defs, instance, cfg, month, version))
+            corrupt, shift = broken or ("", 0.0)
+            version = ingest(instance, cfg, month, corrupt=corrupt, shift=shift).data_version
+            rows.append(run_pipeline(instance, cfg, month, version))
             tracking.configure()
             champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
             champions.append(str(champ.version) if champ else None)

@@ -9,10 +9,9 @@ import pytest
 
 from mlassets.core import tracking
 from mlassets.core.data.ingest import ingest_partition
-from mlassets.core.data.raw import month_tables
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.data.store import open_store
-from mlassets.definitions import build_definitions
-from mlassets.demo import run_pipeline
+from mlassets.demo import play as run_pipeline
 from mlassets.instance import get_instance
 from tests.conftest import small_flights
 
@@ -22,15 +21,15 @@ DOWNSTREAM = ("features", "candidate_model", "evaluation", "gate_result", "regis
 
 def test_schema_invalid_month_is_blocked_before_features(home):
     cfg = small_flights()
-    defs, instance = build_definitions([cfg]), get_instance()
-    tables = month_tables(cfg, "2013-01")
+    instance = get_instance()
+    tables = partition_tables(cfg, "2013-01")
     flights = tables["flights"].copy()
     flights.loc[7, "origin"] = "XXX"
     bad = {**tables, "flights": flights}
     version = ingest_partition(open_store(), cfg, "2013-01", bad, validate=False).data_version
     instance.add_dynamic_partitions("flights_data_versions", [version])
 
-    row = run_pipeline(defs, instance, cfg, "2013-01", version)
+    row = run_pipeline(instance, cfg, "2013-01", version)
 
     assert row.decision == "invalid data" and not row.success
     assert any("'origin'" in r and "XXX" in r for r in row.reasons), row.reasons
@@ -45,4 +44,7 @@ def test_schema_invalid_month_is_blocked_before_features(home):
         assert not records, f"{name} materialized from invalid data"
     tracking.configure()
     assert not mlflow.MlflowClient().search_registered_models()
+    assert mlflow.active_run() is None  # the MLflow run ended with the Dagster run, though its last steps skipped
+    runs = mlflow.search_runs(search_all_experiments=True, filter_string=f"tags.dagster_run_id = '{row.run_id}'")
+    assert list(runs["status"]) == ["FAILED"]
     instance.dispose()

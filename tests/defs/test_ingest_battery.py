@@ -15,15 +15,16 @@ import pytest
 from mlassets.core import paths, tracking
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.ingest import Ingested
-from mlassets.core.data.raw import WATCHED_BRANCH, month_tables, raw_repo
+from mlassets.core.data.raw import WATCHED_BRANCH, partition_tables, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
 from mlassets.defs.factory import ingest_job_name
 from mlassets.defs.keys import DatasetKeys
-from mlassets.demo import QUIET, ingest, run_pipeline
+from mlassets.demo import play as run_pipeline
 from mlassets.instance import get_instance
+from mlassets.runs import QUIET, ingest
 from tests.conftest import small_flights
 
 pytestmark = pytest.mark.e2e
@@ -52,9 +53,9 @@ def stack(tmp_path_factory) -> Stack:
         defs, instance = build_definitions([cfg]), get_instance()
         version = ""
         for month in ("2013-01", "2013-02"):
-            version = ingest(defs, instance, cfg, month).data_version
-        assert run_pipeline(defs, instance, cfg, "2013-02", version).decision == "pass"
-        yield Stack(cfg, defs, instance, open_store(), month_tables(cfg, MONTH), home / "bad")
+            version = ingest(instance, cfg, month).data_version
+        assert run_pipeline(instance, cfg, "2013-02", version).decision == "pass"
+        yield Stack(cfg, defs, instance, open_store(), partition_tables(cfg, MONTH), home / "bad")
         instance.dispose()
 
 
@@ -161,7 +162,7 @@ def test_offending_values_are_named(stack: Stack) -> None:
     assert f"'flight': {int(flights.loc[10, 'flight'])}" in message, message
     half = flights.iloc[::2].reset_index(drop=True)
     message = _failure(_feed(stack, {**stack.tables, "flights": half}, "half-value"))
-    mean = (len(month_tables(stack.cfg, "2013-01")["flights"]) + len(month_tables(stack.cfg, "2013-02")["flights"])) / 2
+    mean = sum(len(partition_tables(stack.cfg, m)["flights"]) for m in ("2013-01", "2013-02")) / 2
     assert f"partition {MONTH}: {len(half)} rows, {len(half) / mean - 1:+.0%} vs the mean {mean:.0f}" in message
 
 

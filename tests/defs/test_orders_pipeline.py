@@ -8,7 +8,7 @@ import pytest
 
 from mlassets.core import paths, tracking
 from mlassets.core.config import load_config, shipped_configs
-from mlassets.core.data.raw import month_tables, raw_repo
+from mlassets.core.data.raw import partition_tables, raw_repo
 from mlassets.core.data.store import open_store
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.features.split import partition_frame
@@ -18,8 +18,9 @@ from mlassets.definitions import build_definitions
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import LAKEFS_UI_LINK
 from mlassets.defs.resources import default_resources
-from mlassets.demo import QUIET, ingest, run_pipeline
+from mlassets.demo import play as run_pipeline
 from mlassets.instance import get_instance
+from mlassets.runs import QUIET, ingest
 from mlassets.serving import load_champion
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +39,7 @@ def test_three_weeks_to_snapshot_and_features(home: str, name: str) -> None:
     cfg = load_config(shipped_configs()[name])
     keys = DatasetKeys.of(cfg)
     defs, instance = build_definitions([cfg]), get_instance()
-    versions = [ingest(defs, instance, cfg, week).data_version for week in WEEKS]
+    versions = [ingest(instance, cfg, week).data_version for week in WEEKS]
     assert instance.get_dynamic_partitions(f"{name}_data_versions") == versions
     newest = versions[-1]
 
@@ -80,17 +81,17 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
     them (one training week gives ECE ~0.054 here, over the 0.05 limit), a champion serving probabilities."""
     cfg = load_config(shipped_configs()["orders_late"])
     keys, limit = DatasetKeys.of(cfg), cfg.gate.calibration_max_ece
-    defs, instance = build_definitions([cfg]), get_instance()
+    instance = get_instance()
     rows = []
-    for i, week in enumerate(cfg.dataset.months[:6]):
-        version = ingest(defs, instance, cfg, week).data_version
+    for i, week in enumerate(cfg.dataset.partitions.keys[:6]):
+        version = ingest(instance, cfg, week).data_version
         if i == 0:  # one week cannot fill three splits: the features step says so
-            early = run_pipeline(defs, instance, cfg, week, version)
+            early = run_pipeline(instance, cfg, week, version)
             assert early.decision == "error" and not early.success
             assert early.reasons == ["orders_late__features: ValueError: features: the train split is empty "
                                      "(rows span too few days for the windows)"]
         if i >= 2:  # a training, a validation and a holdout week
-            rows.append(run_pipeline(defs, instance, cfg, week, version))
+            rows.append(run_pipeline(instance, cfg, week, version))
     evaluations = [_latest(instance, keys.evaluation, row.data_version) for row in rows]
     for row, evaluation in zip(rows, evaluations, strict=True):
         gate = _latest(instance, keys.gate_result, row.data_version)
@@ -112,7 +113,7 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
     run = tracking.mlflow.get_run(champion.run_id)
     assert {"val_logloss", "best_val_logloss"} <= set(run.data.metrics) and "val_mae" not in run.data.metrics
     assert run.data.params["training.loss"] == "auto"
-    week = partition_frame(month_tables(cfg, "2024-W06"), cfg)  # raw rows plus the derived features
+    week = partition_frame(partition_tables(cfg, "2024-W06"), cfg)  # raw rows plus the derived features
     prob = load_champion(cfg.model.registered_name).predict(week)
     assert ((prob > 0) & (prob < 1)).all() and abs(prob.mean() - week["late"].mean()) < 0.05
     instance.dispose()

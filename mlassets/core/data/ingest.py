@@ -15,15 +15,15 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.parquet import to_parquet_bytes
 from mlassets.core.data.raw import (
     WATCHED_BRANCH,
     check_partition_key,
     main_table,
-    month_tables,
     partition_objects,
+    partition_tables,
     raw_path,
     raw_repo,
-    to_parquet_bytes,
 )
 from mlassets.core.data.schema import CheckOutcome
 from mlassets.core.data.snapshot import VersionChecks, check_version
@@ -71,7 +71,7 @@ def ingest_partition(
     ``validate=False`` skips the checks (the ``snapshot`` asset's blocking checks still judge the version).
     """
     check_partition_key(cfg, partition)
-    tables = dict(month_tables(cfg, partition) if tables is None else tables)
+    tables = dict(partition_tables(cfg, partition) if tables is None else tables)
     main = main_table(cfg)
     if main not in tables:
         raise ValueError(f"partition {partition}: table {main!r} is missing (got {sorted(tables)})")

@@ -7,17 +7,18 @@ Derived artifacts go to the ``<name>-derived`` repository.
 
 from __future__ import annotations
 
-import io
 import re
 from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.config.rules import check_key
+from mlassets.core.data.parquet import from_parquet_bytes, read_parquet_file
 from mlassets.core.data.sources import get_source
+from mlassets.core.data.sources.files import FilesSource
 from mlassets.core.data.store import InvalidName, VersionedStore
 from mlassets.core.data.store.base import validate_path, validate_ref
 
@@ -33,18 +34,9 @@ def derived_repo(cfg: PipelineConfig) -> str:
 
 
 def main_table(cfg: PipelineConfig) -> str:
-    """The table whose rows are the examples (the source's ``MAIN_TABLE``, e.g. ``flights``)."""
-    return get_source(cfg.dataset.source).MAIN_TABLE
-
-
-def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    return buf.getvalue()
-
-
-def from_parquet_bytes(blob: bytes, columns: list[str] | None = None) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(blob), columns=columns)
+    """The table whose rows are the examples (the source's, e.g. ``flights``; a files or plug-in source's is
+    named after the dataset)."""
+    return get_source(cfg.dataset).main_table
 
 
 def read_frame(store: VersionedStore, repo: str, ref: str, path: str, columns: list[str] | None = None) -> pd.DataFrame:
@@ -55,32 +47,18 @@ def read_frame(store: VersionedStore, repo: str, ref: str, path: str, columns: l
         raise ValueError(f"{repo}@{ref[:12]}:{path} is not readable Parquet: {exc}") from None
 
 
-def read_parquet_file(path: str | Path) -> pd.DataFrame:
-    """A delivered Parquet file as a frame; unreadable Parquet names the file."""
-    try:
-        return pd.read_parquet(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"{path}: not readable Parquet ({exc})") from None
-
-
-def parquet_rows(blob: bytes) -> int:
-    """Rows of a parquet object, from its footer alone."""
-    return pq.ParquetFile(io.BytesIO(blob)).metadata.num_rows
-
-
 _DATA_VERSION = re.compile(r"^[0-9a-f]{40,64}$")
 
 
 def check_partition_key(cfg: PipelineConfig, key: str) -> str:
-    """A raw partition key as it enters (CLI, sensor, run config): a store-safe name, before anything is made."""
+    """A raw partition key as it enters (CLI, sensor, run config): a store-safe name matching the dataset's
+    ``partitions.pattern``, checked before anything is made."""
+    check_key(cfg.dataset.partitions.pattern, key, f"partition key of {cfg.dataset.name!r}")
     try:
         validate_ref(key)
         validate_path(raw_path("table", key))
-    except InvalidName:
-        raise ValueError(f"partition key {key!r}: use letters, digits, '_', '-' and '.', starting with a letter or "
-                         "digit (no '/' or '..')") from None
-    if key not in cfg.dataset.months:
-        raise ValueError(f"partition {key!r} is not in dataset.months of {cfg.dataset.name!r}")
+    except InvalidName as exc:  # the store's own rule, the same on both backends
+        raise ValueError(f"partition key {key!r}: {exc}") from None
     return key
 
 
@@ -132,14 +110,20 @@ def read_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> dic
     return {t: read_table(store, cfg, commit, t) for t in tables}
 
 
-def month_tables(cfg: PipelineConfig, month: str) -> dict[str, pd.DataFrame]:
-    """One partition's raw tables, produced by the dataset's source."""
-    return get_source(cfg.dataset.source).load_month(month, cfg.dataset.sample_fraction)
+def partition_tables(cfg: PipelineConfig, key: str, delivered: str | Path | None = None) -> dict[str, pd.DataFrame]:
+    """One partition's raw tables from the dataset's source, or from ``delivered`` (a file, or a folder of
+    ``<table>`` files: what ``mlassets ingest --from`` and a landing sensor hand over)."""
+    source = get_source(cfg.dataset)
+    if delivered is None:
+        return source.load(key)
+    if isinstance(source, FilesSource):
+        return source.load(key, str(delivered))
+    return tables_from_dir(delivered)
 
 
 def tables_from_dir(directory: str | Path) -> dict[str, pd.DataFrame]:
-    """Prepared raw tables, one ``<table>.parquet`` each (a delivered file, a replay, a test's bad input)."""
+    """Prepared raw tables, one ``<table>.parquet`` each (a delivered folder, a replay, a test's bad input)."""
     files = sorted(Path(directory).glob("*.parquet"))
     if not files:
-        raise ValueError(f"tables_dir {str(directory)!r}: no <table>.parquet files")
+        raise ValueError(f"{str(directory)!r}: no <table>.parquet files")
     return {f.stem: read_parquet_file(f) for f in files}

@@ -6,6 +6,7 @@ rest of a version are in ``validation_counts``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pandas as pd
@@ -90,8 +91,12 @@ def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
 
 
 def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
-    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``."""
-    return validate_table(frame, cfg.columns, cfg.key)
+    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``; with
+    ``drop_missing_target`` a row without a target is let in (the features stage drops it, counted)."""
+    columns = dict(cfg.columns)
+    if cfg.drop_missing_target:
+        columns[cfg.target] = dataclasses.replace(columns[cfg.target], nullable=True)
+    return validate_table(frame, columns, cfg.key)
 
 
 def validate_table(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str],

@@ -140,6 +140,9 @@ def evaluate_models(
     """Measure both models on the same rows (``frame`` holds the slice columns)."""
     y, cand = as_array(y_true), as_array(pred_candidate)
     champ = None if pred_champion is None else as_array(pred_champion)
+    if np.isnan(y).any():  # a metric of a missing target would be NaN, and the gate would blame the model
+        raise ValueError(f"evaluation: {int(np.isnan(y).sum())} holdout rows have no value of the target "
+                         f"{cfg.dataset.target!r}; set dataset.drop_missing_target: true (or fix the data)")
     for what, arr in (("pred_candidate", cand), ("pred_champion", champ), ("frame", frame)):
         if arr is not None and len(arr) != y.size:
             raise ValueError(f"{what} has {len(arr)} rows but y_true has {y.size}")

@@ -19,13 +19,13 @@ from mlassets.core.data.sources import get_source
 
 SPLITS = ("train", "validation", "holdout")
 # Bump when build_frame, feature_columns or the day histogram change what a cached partition frame holds.
-FEATURE_CODE_VERSION = "1"
+FEATURE_CODE_VERSION = "2"  # 2: optional time column, hash split, rows without a target dropped
 
 
 def feature_columns(cfg: PipelineConfig) -> list[str]:
     ds, feats = cfg.dataset, cfg.features
-    cols = [*ds.key, *ds.slices, *feats.categorical, *feats.numeric, ds.target, ds.time_column]
-    return list(dict.fromkeys(cols))
+    cols = [*ds.key, *ds.slices, *feats.categorical, *feats.numeric, ds.target, *([ds.time_column] or [])]
+    return list(dict.fromkeys(c for c in cols if c))
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,55 @@ def split_by_time(frame: pd.DataFrame, cfg: PipelineConfig, bounds: SplitBounds 
     return (bounds or SplitBounds.of(day.max(), cfg)).assign(day)
 
 
+def hash_split(cfg: PipelineConfig) -> dict[str, object]:
+    """The hash split's parameters, as a manifest records them (a version is read back with its own)."""
+    feats = cfg.features
+    return {"method": "hash", "key": list(cfg.dataset.key), "validation": feats.validation_fraction,
+            "holdout": feats.holdout_fraction, "seed": feats.split_seed}
+
+
+def split_by_hash(frame: pd.DataFrame, params: Mapping[str, object]) -> pd.Series:
+    """The split of each row from a stable hash of the key columns (and a seed): a row keeps its split in every
+    version, so the holdout of champion and candidate is comparable, with no time column needed."""
+    canonical = pd.DataFrame({c: _canonical(frame[c]) for c in params["key"]}, index=frame.index)
+    digest = pd.util.hash_pandas_object(canonical, index=False, hash_key=f"{int(params['seed']):016d}"[-16:])
+    u = (digest.to_numpy() % 1_000_000) / 1_000_000
+    holdout, validation = float(params["holdout"]), float(params["validation"])
+    split = pd.Series("train", index=frame.index, dtype=object)
+    split[u < holdout + validation] = "validation"
+    split[u < holdout] = "holdout"
+    return split
+
+
+def _canonical(values: pd.Series) -> pd.Series:
+    """A key column as text that does not depend on how the file typed it (12, 12.0 and "12" agree)."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values.map(lambda v: format(v, ".15g"))
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        return values.dt.strftime("%Y-%m-%dT%H:%M:%S.%f%z")
+    return values.astype(str).str.strip()
+
+
+def split_rows(frame: pd.DataFrame, cfg: PipelineConfig, bounds: SplitBounds | None = None) -> pd.Series:
+    """The split of each row, by time (``features.split: time``) or by hash of the key (``hash``)."""
+    return split_by_hash(frame, hash_split(cfg)) if cfg.features.split == "hash" else split_by_time(frame, cfg, bounds)
+
+
 def partition_frame(tables: Mapping[str, pd.DataFrame], cfg: PipelineConfig) -> pd.DataFrame:
     """The source's joined rows of some raw tables, reduced to the feature columns."""
-    frame = get_source(cfg.dataset.source).build_frame(dict(tables))
+    frame = get_source(cfg.dataset).build_frame(dict(tables))
     missing = [c for c in feature_columns(cfg) if c not in frame.columns]
     if missing:
         raise ValueError(f"features: column {missing[0]!r} is not produced by source {cfg.dataset.source!r}")
     return frame[feature_columns(cfg)]
+
+
+def without_missing_target(frame: pd.DataFrame, cfg: PipelineConfig) -> tuple[pd.DataFrame, int]:
+    """``(rows, dropped)``: rows without a target are dropped when ``dataset.drop_missing_target`` says so."""
+    missing = frame[cfg.dataset.target].isna()
+    if not cfg.dataset.drop_missing_target or not missing.any():
+        return frame, 0
+    return frame[~missing].reset_index(drop=True), int(missing.sum())
 
 
 def day_histogram(frame: pd.DataFrame, cfg: PipelineConfig) -> dict[str, int]:
@@ -91,16 +133,17 @@ def split_counts(histogram: Mapping[str, int], bounds: SplitBounds) -> dict[str,
     return counts
 
 
-def check_splits(rows: Mapping[str, int]) -> None:
+def check_splits(rows: Mapping[str, int], method: str = "time") -> None:
+    why = "rows span too few days for the windows" if method == "time" else "too few rows for the fractions"
     for name in SPLITS:
         if not rows.get(name):
-            raise ValueError(f"features: the {name} split is empty (rows span too few days for the windows)")
+            raise ValueError(f"features: the {name} split is empty ({why})")
 
 
 def prepare_features(tables: dict[str, pd.DataFrame], cfg: PipelineConfig) -> dict[str, pd.DataFrame]:
     """The train / validation / holdout frames of a data version, from all its raw tables at once."""
-    frame = partition_frame(tables, cfg)
-    split = split_by_time(frame, cfg)
+    frame, _ = without_missing_target(partition_frame(tables, cfg), cfg)
+    split = split_rows(frame, cfg)
     parts = {name: frame[split == name].reset_index(drop=True) for name in SPLITS}
-    check_splits({name: len(part) for name, part in parts.items()})
+    check_splits({name: len(part) for name, part in parts.items()}, cfg.features.split)
     return parts

@@ -22,7 +22,8 @@ import pandas as pd
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.days import local_days
-from mlassets.core.data.raw import derived_repo, partition_objects, raw_repo, read_frame, to_parquet_bytes
+from mlassets.core.data.parquet import to_parquet_bytes
+from mlassets.core.data.raw import derived_repo, partition_objects, raw_repo, read_frame
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.features.split import (
     FEATURE_CODE_VERSION,
@@ -31,8 +32,11 @@ from mlassets.core.features.split import (
     check_splits,
     day_histogram,
     feature_columns,
+    hash_split,
     partition_frame,
+    split_by_hash,
     split_counts,
+    without_missing_target,
 )
 from mlassets.core.records import Record
 
@@ -50,6 +54,7 @@ class FeatureSet(Record):
     manifest_uri: str
     computed: list[str] = field(default_factory=list)  # partitions whose frames were built by this call
     reused: list[str] = field(default_factory=list)  # partitions whose cached frames were reused
+    dropped_missing_target: int = 0  # rows without a target, dropped (dataset.drop_missing_target)
 
 
 def manifest_path(data_version: str) -> str:
@@ -59,14 +64,28 @@ def manifest_path(data_version: str) -> str:
 def cache_key(store: VersionedStore, cfg: PipelineConfig, ref: str, paths: Mapping[str, str]) -> str:
     """sha256 of what a partition's frame depends on: its raw objects' checksums and the feature code."""
     objects = {table: store.stat(raw_repo(cfg), ref, path)["checksum"] for table, path in sorted(paths.items())}
+    feats = cfg.features
+    split = (hash_split(cfg) if feats.split == "hash"
+             else {"method": "time", "timezone": feats.timezone, "time_column": cfg.dataset.time_column})
     blob = json.dumps({"code": FEATURE_CODE_VERSION, "source": cfg.dataset.source, "objects": objects,
-                       "columns": feature_columns(cfg), "timezone": cfg.features.timezone}, sort_keys=True)
+                       "columns": feature_columns(cfg), "split": split,
+                       "drop_missing_target": cfg.dataset.drop_missing_target}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _build(store: VersionedStore, cfg: PipelineConfig, ref: str, paths: Mapping[str, str]) -> pd.DataFrame:
+def _build(store: VersionedStore, cfg: PipelineConfig, ref: str, partition: str,
+           paths: Mapping[str, str]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A partition's frame and what the manifest needs of it without reading it again."""
     repo = raw_repo(cfg)
-    return partition_frame({t: read_frame(store, repo, ref, p) for t, p in paths.items()}, cfg)
+    frame = partition_frame({t: read_frame(store, repo, ref, p) for t, p in paths.items()}, cfg)
+    kept, dropped = without_missing_target(frame, cfg)
+    info: dict[str, Any] = {"partition": partition, "rows": len(kept)}
+    if cfg.features.split == "hash":  # a row's split is its own: counted once, here
+        info["splits"] = {name: int(n) for name, n in split_by_hash(kept, hash_split(cfg)).value_counts().items()}
+    else:
+        info["days"] = day_histogram(kept, cfg)
+    info["dropped_missing_target"] = dropped
+    return kept, info
 
 
 def write_features(
@@ -85,7 +104,7 @@ def write_features(
     cached = set(store.list_objects(repo, BRANCH, prefix=CACHE)) if reuse else set()
     changes: dict[str, bytes] = {}
     entries: list[dict[str, Any]] = []
-    histograms: list[dict[str, int]] = []
+    infos: list[dict[str, Any]] = []
     computed, reused = [], []
     for partition, paths in partition_objects(store, cfg, data_version).items():
         key = cache_key(store, cfg, data_version, paths)
@@ -93,30 +112,32 @@ def write_features(
             info = json.loads(store.read(repo, BRANCH, f"{CACHE}{key}.json"))
             reused.append(partition)
         else:
-            frame = _build(store, cfg, data_version, paths)
-            info = {"partition": partition, "rows": len(frame), "days": day_histogram(frame, cfg)}
+            frame, info = _build(store, cfg, data_version, partition, paths)
             changes[f"{CACHE}{key}.parquet"] = to_parquet_bytes(frame)
             changes[f"{CACHE}{key}.json"] = json.dumps(info, sort_keys=True).encode()
             computed.append(partition)
         entries.append({"partition": partition, "path": f"{CACHE}{key}.parquet", "rows": info["rows"]})
-        histograms.append(info["days"])
-    days = [day for histogram in histograms for day in histogram]
-    if not days:
+        infos.append(info)
+    if not sum(info["rows"] for info in infos):
         raise ValueError(f"features: data version {data_version} holds no rows")
-    bounds = SplitBounds.of(pd.Timestamp(max(days)), cfg)
-    for entry, histogram in zip(entries, histograms, strict=True):
-        entry["splits"] = split_counts(histogram, bounds)
+    split: dict[str, Any] = hash_split(cfg) if cfg.features.split == "hash" else {"method": "time"}
+    if cfg.features.split == "time":
+        bounds = SplitBounds.of(pd.Timestamp(max(day for info in infos for day in info["days"])), cfg)
+        split.update(timezone=cfg.features.timezone, time_column=cfg.dataset.time_column, bounds=bounds.to_dict())
+    for entry, info in zip(entries, infos, strict=True):
+        entry["splits"] = (dict.fromkeys(SPLITS, 0) | info["splits"] if cfg.features.split == "hash"
+                           else split_counts(info["days"], bounds))
     rows = {name: sum(e["splits"][name] for e in entries) for name in SPLITS}
-    check_splits(rows)
-    manifest = {"data_version": data_version, "feature_code_version": FEATURE_CODE_VERSION,
-                "timezone": cfg.features.timezone, "time_column": cfg.dataset.time_column,
-                "bounds": bounds.to_dict(), "rows": rows, "partitions": entries}
+    check_splits(rows, cfg.features.split)
+    dropped = sum(info.get("dropped_missing_target", 0) for info in infos)
+    manifest = {"data_version": data_version, "feature_code_version": FEATURE_CODE_VERSION, "split": split,
+                "rows": rows, "partitions": entries, "dropped_missing_target": dropped}
     changes[manifest_path(data_version)] = json.dumps(manifest, indent=1, sort_keys=True).encode()
     meta = {"data_version": data_version, "partitions_computed": ",".join(computed), **(metadata or {})}
     commit = store.commit(repo, BRANCH, changes, f"Features of {data_version[:12]}", meta)
     return FeatureSet(data_version=data_version, commit=commit.id, rows=rows,
                       manifest_uri=store.uri(repo, commit.id, manifest_path(data_version)), computed=computed,
-                      reused=reused)
+                      reused=reused, dropped_missing_target=dropped)
 
 
 def read_manifest(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> dict[str, Any]:
@@ -128,7 +149,7 @@ def read_split(store: VersionedStore, cfg: PipelineConfig, data_version: str, sp
     if split not in SPLITS:
         raise ValueError(f"split {split!r} is not one of {SPLITS}")
     manifest = read_manifest(store, cfg, data_version)
-    bounds = SplitBounds.from_dict(manifest["bounds"])
+    how = manifest["split"]  # the split as written: a version is always read back the way it was split
     frames = []
     for entry in manifest["partitions"]:
         wanted = entry["splits"][split]
@@ -136,8 +157,12 @@ def read_split(store: VersionedStore, cfg: PipelineConfig, data_version: str, sp
             continue
         frame = read_frame(store, derived_repo(cfg), BRANCH, entry["path"])
         if wanted != entry["rows"]:
-            day = local_days(frame[manifest["time_column"]], manifest["timezone"])
-            frame = frame[bounds.assign(day).to_numpy() == split]
+            if how["method"] == "hash":
+                assigned = split_by_hash(frame, how)
+            else:
+                assigned = SplitBounds.from_dict(how["bounds"]).assign(local_days(frame[how["time_column"]],
+                                                                                  how["timezone"]))
+            frame = frame[assigned.to_numpy() == split]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 

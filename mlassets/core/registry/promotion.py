@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from mlassets import settings
 from mlassets.core import paths
 
 PROMOTE, FORCE, ROLLBACK = "promote", "force-promote", "rollback"
@@ -82,7 +83,8 @@ class Entry:
 
 
 def default_url() -> str:
-    return os.environ.get("MLASSETS_PROMOTION_DB") or f"sqlite:///{paths.home() / 'promotions.db'}"
+    """``$MLASSETS_PROMOTION_DB``; embedded: sqlite in the home (production: the variable is required)."""
+    return settings.service_env(settings.PROMOTION_ENV) or f"sqlite:///{paths.home() / 'promotions.db'}"
 
 
 def current_user() -> str:

@@ -35,7 +35,8 @@ _TRACER = trace.get_tracer("mlassets.serving")  # the OpenTelemetry API: a no-op
 class ModelBundle:
     """A trained network with its preprocessing.
 
-    Regression: the network predicts ``(y - target_center) / target_scale``; binary: the logit of P(y = 1), and
+    Regression: the network predicts ``(y - target_center) / target_scale``, and predictions are clipped to the
+    model's ``output_min``/``output_max`` when the config bounds the target; binary: the logit of P(y = 1), and
     ``predict`` returns the probability.
     """
 
@@ -60,7 +61,9 @@ class ModelBundle:
                 out[start:stop] = self.model(x_cat[start:stop], x_num[start:stop]).double().numpy()
         if self.task == "binary":
             return 0.5 * (1.0 + np.tanh(0.5 * out))  # the logistic function, without overflow
-        return out * self.target_scale + self.target_center
+        low, high = self.model_config.get("output_min"), self.model_config.get("output_max")
+        out = out * self.target_scale + self.target_center
+        return out if low is None and high is None else np.clip(out, low, high)
 
 
 def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int) -> TabularMLP:

@@ -37,8 +37,8 @@ FOUND_ACCEPTED = [  # (key path, value, what the error must say): each was accep
      "dataset.columns.distance: min 10 is above max 1"),
     ("dataset.key", [], "dataset.key: [] names no column"),
     ("training.lr", math.nan, "training.lr: expected a finite number, got nan"),
-    ("dataset.months", ["2013-01", ""], "dataset.months[1]: '' is not a partition key"),
-    ("dataset.months", ["../../etc/x"], "dataset.months[0]: '../../etc/x' is not a partition key"),
+    ("dataset.partitions.keys", ["2013-01", ""], "dataset.partitions.keys[1]: '' is not a partition key"),
+    ("dataset.partitions.keys", ["../../etc/x"], "dataset.partitions.keys[0]: '../../etc/x' is not a partition key"),
     ("model.registered_name", "team/model", "model.registered_name: 'team/model' is not a name MLflow's"),
     ("model.registered_name", "a:b", "model.registered_name: 'a:b' is not a name MLflow's"),
 ]
@@ -49,7 +49,18 @@ MORE_RULES = [
      "min_date '2014-01-01' is after max_date '2013-01-01'"),
     ("dataset.columns.carrier", {"dtype": "str", "min": 1}, "dataset.columns.carrier: min/max are for int and float"),
     ("dataset.columns.distance", {"dtype": "float", "allowed": ["1"]}, "only str columns take allowed values"),
-    ("dataset.months", ["2013-01", "2013-01"], "dataset.months: '2013-01' is listed twice"),
+    ("dataset.partitions.keys", ["2013-01", "2013-01"], "dataset.partitions.keys: '2013-01' is listed twice"),
+    ("dataset.partitions.keys", ["2013-13"], "dataset.partitions.keys[0]: '2013-13' does not match "
+                                             "dataset.partitions.pattern 'YYYY-MM'"),
+    ("dataset.partitions.pattern", "([a-z", "dataset.partitions.pattern: '([a-z' is not a regular expression"),
+    ("dataset.time_column", "carrier", "dataset.time_column: 'carrier' is declared as 'str'; it must be a datetime"),
+    ("dataset.time_column", None, "features.split: 'time' needs dataset.time_column; without one, use split: hash"),
+    ("dataset.source", "nope", "dataset.source: 'nope' is neither a built-in source"),
+    ("dataset.path", "x.csv", "dataset.path: 'x.csv' is for source 'files'"),
+    ("features.holdout_fraction", 0.9, "features.validation_fraction + holdout_fraction: 1.05 leaves no rows"),
+    ("features.validation_fraction", 0, "features.validation_fraction: must be between 0 and 1, got 0.0"),
+    ("model", {"registered_name": "m", "output_min": 2000, "output_max": 1000},
+     "model.output_min: 2000 must be below model.output_max 1000"),
     ("training.retries", -1, "training.retries: must be >= 0, got -1"),
     ("training.telemetry_every_steps", -1, "training.telemetry_every_steps: must be >= 0"),
     ("training.checkpoint_every_minutes", -1.0, "training.checkpoint_every_minutes: must be >= 0"),
@@ -75,10 +86,21 @@ def test_each_rule_fails_at_load_naming_key_and_value(path: str, value: object, 
     assert message in str(err.value)
 
 
+def test_files_source_rules() -> None:
+    data = _set(_config(), "dataset.source", "files")
+    with pytest.raises(ConfigError, match=r"dataset.path: '' must name each partition's file or folder with "):
+        parse_config(data)
+    _set(data, "dataset.path", "data/{partition}.csv")
+    _set(data, "dataset.tables.weather.path", "")
+    with pytest.raises(ConfigError, match=r"dataset.tables.weather.path: '' must contain \{partition\}"):
+        parse_config(data)
+
+
 @pytest.mark.parametrize(("path", "value", "message"), [
     ("training.loss", "l1", "training.loss: 'l1' does not fit dataset.task 'binary'; use bce (or auto)"),
     ("gate.main_metric", "mae", "gate.main_metric: 'mae' does not fit dataset.task 'binary'; use logloss or brier"),
     ("dataset.columns.late", {"dtype": "str"}, "the target of a binary task must be int or float"),
+    ("model.output_min", 0, "model.output_min / output_max: a binary model's outputs are probabilities already"),
 ])
 def test_binary_task_rules(path: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError) as err:

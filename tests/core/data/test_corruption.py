@@ -11,7 +11,7 @@ import pytest
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
-from mlassets.core.data.raw import month_tables
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.data.schema import validate_schema
 from tests.conftest import small_flights
 
@@ -25,7 +25,7 @@ def cfg() -> PipelineConfig:
 
 @pytest.fixture(scope="module")
 def tables(cfg: PipelineConfig) -> dict[str, dict[str, pd.DataFrame]]:
-    return {JAN: month_tables(cfg, JAN)}
+    return {JAN: partition_tables(cfg, JAN)}
 
 
 def test_label_corruption_parse() -> None:

@@ -12,8 +12,8 @@ from mlassets.core.data.ingest import INGEST_ID, DataRejected, ingest_partition
 from mlassets.core.data.raw import (
     WATCHED_BRANCH,
     check_data_version,
-    month_tables,
     partition_objects,
+    partition_tables,
     raw_repo,
     read_table,
     read_version,
@@ -35,7 +35,7 @@ def cfg() -> PipelineConfig:
 
 @pytest.fixture(scope="module")
 def tables(cfg: PipelineConfig) -> dict[str, dict[str, pd.DataFrame]]:
-    return {m: month_tables(cfg, m) for m in (JAN, FEB)}
+    return {m: partition_tables(cfg, m) for m in (JAN, FEB)}
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_old_version_is_unchanged_by_a_later_ingest(store: LocalStore, cfg: Pipe
 def test_reingesting_identical_data_is_a_no_op_that_says_so(store: LocalStore, cfg: PipelineConfig, tables) -> None:
     first = ingest_partition(store, cfg, JAN, tables[JAN])
     files = _object_files(store)
-    again = ingest_partition(store, cfg, JAN, month_tables(cfg, JAN))  # loaded afresh: the same sample
+    again = ingest_partition(store, cfg, JAN, partition_tables(cfg, JAN))  # loaded afresh: the same sample
     assert not again.created and again.data_version == first.data_version and again.checks == []
     assert "the same tables are already on main" in again.message and "no new data version" in again.message
     assert store.resolve("flights", WATCHED_BRANCH) == first.data_version  # no commit
@@ -167,7 +167,7 @@ def test_changed_content_for_a_partition_is_a_new_version_that_says_what_changed
 
 
 def test_bad_partition_keys_are_refused_before_anything_is_written(store: LocalStore, cfg: PipelineConfig) -> None:
-    for key in ("../../../x", "", "2013/01", "2014-01"):
+    for key in ("../../../x", "", "2013/01", "2013-13", "13-01"):  # the last two: not YYYY-MM
         with pytest.raises(ValueError, match=repr(key)):
             ingest_partition(store, cfg, key, {})
     assert store.list_repos() == []

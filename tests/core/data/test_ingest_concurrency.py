@@ -7,7 +7,7 @@ import multiprocessing as mp
 from pathlib import Path
 
 from mlassets.core.data.ingest import ingest_partition
-from mlassets.core.data.raw import WATCHED_BRANCH, month_tables, raw_repo, read_table
+from mlassets.core.data.raw import WATCHED_BRANCH, partition_tables, raw_repo, read_table
 from mlassets.core.data.store import Conflict
 from mlassets.core.data.store.local import LocalStore
 from tests.conftest import small_flights
@@ -17,7 +17,7 @@ JAN, FEB = "2013-01", "2013-02"
 
 def _ingest(root: str, shift: float, barrier, results) -> None:  # noqa: ANN001 - multiprocessing proxies
     cfg = small_flights()
-    tables = month_tables(cfg, FEB)
+    tables = partition_tables(cfg, FEB)
     flights = tables["flights"].copy()
     flights.loc[0, "arr_delay"] = flights.loc[0, "arr_delay"] + shift
     store = LocalStore(root)
@@ -44,7 +44,7 @@ def _race(root: Path, shifts: tuple[float, float]) -> list[tuple[str, str]]:
 def _store_with_january(tmp_path: Path) -> tuple[LocalStore, str]:
     cfg = small_flights()
     store = LocalStore(tmp_path / "store")
-    return store, ingest_partition(store, cfg, JAN, month_tables(cfg, JAN)).data_version
+    return store, ingest_partition(store, cfg, JAN, partition_tables(cfg, JAN)).data_version
 
 
 def test_the_same_delivery_twice_at_once_is_one_data_version(tmp_path: Path) -> None:
@@ -64,6 +64,6 @@ def test_two_different_deliveries_at_once_are_one_version_and_one_conflict(tmp_p
     head = store.resolve(raw_repo(cfg), WATCHED_BRANCH)
     assert head == outcomes[1][1] and store.get_commit("flights", head).parents == (january,)
     landed = read_table(store, cfg, head, "flights")
-    original = month_tables(cfg, FEB)["flights"].loc[0, "arr_delay"]
+    original = partition_tables(cfg, FEB)["flights"].loc[0, "arr_delay"]
     delta = landed[landed["month"] == 2]["arr_delay"].iloc[0] - original
     assert delta in (1.0, 2.0)  # one whole delivery, not a mix

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mlassets.core.data.ingest import ingest_partition
-from mlassets.core.data.raw import WATCHED_BRANCH, month_tables, raw_repo
+from mlassets.core.data.raw import WATCHED_BRANCH, partition_tables, raw_repo
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.store._lakefs_tx import TX_PREFIX
 from mlassets.core.data.store.lakefs import LakeFSStore
@@ -45,7 +45,7 @@ def _writer(spec: tuple[str, ...], ready: str) -> None:
 
     ingest.check_version = stall
     cfg = small_flights()
-    ingest_partition(_open(spec), cfg, FEB, month_tables(cfg, FEB))
+    ingest_partition(_open(spec), cfg, FEB, partition_tables(cfg, FEB))
 
 
 def _hidden_branches(store: VersionedStore, repo: str) -> list[str]:
@@ -69,7 +69,7 @@ def test_sigkill_mid_ingest_then_prune_leaves_nothing_and_main_intact(spec: tupl
     repo = raw_repo(cfg)
     if repo in store.list_repos():  # the shared fake lakeFS keeps repositories between tests
         store.delete_repo(repo)
-    head = ingest_partition(store, cfg, JAN, month_tables(cfg, JAN)).data_version
+    head = ingest_partition(store, cfg, JAN, partition_tables(cfg, JAN)).data_version
     ready = tmp_path / "staged"
     writer = mp.get_context("spawn").Process(target=_writer, args=(spec, str(ready)))
     writer.start()
@@ -88,6 +88,6 @@ def test_sigkill_mid_ingest_then_prune_leaves_nothing_and_main_intact(spec: tupl
     assert sorted(store.prune_transactions(repo, older_than_s=0)) == left
     assert _hidden_branches(store, repo) == []
     assert store.resolve(repo, WATCHED_BRANCH) == head
-    again = ingest_partition(store, cfg, FEB, month_tables(cfg, FEB))
+    again = ingest_partition(store, cfg, FEB, partition_tables(cfg, FEB))
     assert again.created and again.parent == head
     store.delete_repo(repo)  # the fake lakeFS server is shared by the whole test run

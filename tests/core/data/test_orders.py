@@ -13,8 +13,9 @@ from mlassets.core.config import PipelineConfig, load_config, shipped_configs
 from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
 from mlassets.core.data.days import local_days
 from mlassets.core.data.ingest import DataRejected, ingest_partition
+from mlassets.core.data.parquet import to_parquet_bytes
 from mlassets.core.data.partition_checks import validate_target_mean, validate_target_quantiles
-from mlassets.core.data.raw import month_tables, to_parquet_bytes
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.data.schema import validate_schema
 from mlassets.core.data.snapshot import snapshot_version
 from mlassets.core.data.sources import get_source, orders
@@ -41,10 +42,10 @@ def weeks() -> dict[str, pd.DataFrame]:
 
 
 def test_configs_share_the_source_and_differ_in_target(cfg: PipelineConfig, late_cfg: PipelineConfig) -> None:
-    assert get_source(cfg.dataset.source) is orders
+    assert get_source(cfg.dataset).module is orders
     assert (cfg.dataset.name, cfg.dataset.target, cfg.dataset.task) == ("orders", "eta_minutes", "regression")
     assert (late_cfg.dataset.name, late_cfg.dataset.target, late_cfg.dataset.task) == ("orders_late", "late", "binary")
-    assert cfg.dataset.months[:2] == ["2024-W01", "2024-W02"] and len(cfg.dataset.months) == 26
+    assert cfg.dataset.partitions.keys[:2] == ["2024-W01", "2024-W02"] and len(cfg.dataset.partitions.keys) == 26
     assert cfg.dataset.slices == ["city"]
     for c in (cfg, late_cfg):  # neither target leaks into the other's features
         assert not {"eta_minutes", "late"} & set(c.features.categorical + c.features.numeric)
@@ -87,14 +88,14 @@ def test_targets_are_consistent(weeks: dict[str, pd.DataFrame]) -> None:
 
 
 def test_every_week_of_both_configs_is_valid(cfg: PipelineConfig, late_cfg: PipelineConfig) -> None:
-    frames = [orders.generate_week(w) for w in cfg.dataset.months]
+    frames = [orders.generate_week(w) for w in cfg.dataset.partitions.keys]
     for c in (cfg, late_cfg):
-        for key, frame in zip(cfg.dataset.months, frames, strict=True):
+        for key, frame in zip(cfg.dataset.partitions.keys, frames, strict=True):
             assert validate_schema(frame, c.dataset).passed, key
         target = c.dataset.target
         for i in range(1, len(frames)):  # natural week-to-week variation stays inside the bands
             reference = pd.concat([f[target] for f in frames[:i]])
-            week = [cfg.dataset.months[i]]
+            week = [cfg.dataset.partitions.keys[i]]
             assert validate_target_mean(frames[i][target], reference, week, c.dataset).passed
             assert validate_target_quantiles(frames[i][target], reference, week, c.dataset).passed
 
@@ -108,8 +109,8 @@ def test_broken_week_fails_validation_naming_column_and_value(cfg, late_cfg, mon
     worst = broken.loc[broken["city"] == orders.BROKEN_CITY, "eta_minutes"].max()
     assert worst > 300
     monkeypatch.setattr(orders, "BROKEN", frozenset({"2024-W02"}))
-    pd.testing.assert_frame_equal(month_tables(cfg, "2024-W02")["orders"], broken)
-    pd.testing.assert_frame_equal(month_tables(cfg, "2024-W03")["orders"], orders.generate_week("2024-W03"))
+    pd.testing.assert_frame_equal(partition_tables(cfg, "2024-W02")["orders"], broken)
+    pd.testing.assert_frame_equal(partition_tables(cfg, "2024-W03")["orders"], orders.generate_week("2024-W03"))
 
 
 def test_drift_is_blocked_by_the_distribution_checks(cfg: PipelineConfig, weeks, monkeypatch) -> None:
@@ -123,7 +124,8 @@ def test_drift_is_blocked_by_the_distribution_checks(cfg: PipelineConfig, weeks,
     mild = orders.with_drift(weeks["2024-W03"], 0.05)
     assert validate_target_mean(mild["eta_minutes"], reference, ["2024-W03"], cfg.dataset).passed
     monkeypatch.setattr(orders, "DRIFT", {"2024-W03": 1.0})
-    assert month_tables(cfg, "2024-W03")["orders"]["eta_minutes"].mean() > weeks["2024-W03"]["eta_minutes"].mean() + 5
+    drifted = partition_tables(cfg, "2024-W03")["orders"]["eta_minutes"].mean()
+    assert drifted > weeks["2024-W03"]["eta_minutes"].mean() + 5
 
 
 def test_label_corruption_works_on_orders(cfg: PipelineConfig, weeks) -> None:

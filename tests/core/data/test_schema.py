@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import ColumnSpec, ConfigError, PipelineConfig, load_config, shipped_configs
-from mlassets.core.data.raw import month_tables
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.data.schema import CheckOutcome, build_schema, validate_min_rows, validate_schema
 
 MONTH = "2013-01"
@@ -24,7 +24,7 @@ def cfg() -> PipelineConfig:
 @pytest.fixture(scope="module")
 def january(cfg: PipelineConfig) -> pd.DataFrame:
     """The real flights table of one month (loaded once per module; tests get copies)."""
-    return month_tables(cfg, MONTH)["flights"]
+    return partition_tables(cfg, MONTH)["flights"]
 
 
 @pytest.fixture
@@ -225,7 +225,7 @@ def test_min_rows_scales_with_the_sample_fraction(january: pd.DataFrame, cfg: Pi
 
 def test_min_rows_on_a_real_sampled_month(cfg: PipelineConfig) -> None:
     sampled = _with(cfg, sample_fraction=0.2)
-    n = len(month_tables(sampled, MONTH)["flights"])
+    n = len(partition_tables(sampled, MONTH)["flights"])
     assert validate_min_rows({MONTH: n}, sampled.dataset).passed is True  # 1000 * 0.2 = 200 rows needed
     assert validate_min_rows({MONTH: n}, cfg.dataset).passed is True
     half = n // 2

@@ -156,3 +156,12 @@ def test_categorical_slice_columns_give_the_same_record():
     cats["carrier"] = cats["carrier"].cat.add_categories(["unused"])
     assert evaluate_models(cats, y, cand, champ, cfg).to_json() == plain.to_json()
     assert "nan" in {r.value for r in plain.slices} and "unused" not in {r.value for r in plain.slices}
+
+
+def test_a_missing_target_never_becomes_a_nan_metric() -> None:
+    frame, y, cand, champ = small_frame()
+    y = y.copy()
+    y[2] = np.nan
+    with pytest.raises(ValueError, match=r"1 holdout rows have no value of the target 'arr_delay'; set "
+                                         r"dataset.drop_missing_target: true"):
+        evaluate_models(frame, y, cand, champ, config(["origin"]))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import month_tables
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.features.split import (
     SPLITS,
     SplitBounds,
@@ -127,7 +127,7 @@ def test_split_counts_days_in_the_configured_zone(cfg: PipelineConfig) -> None:
 
 @pytest.fixture(scope="module")
 def tables(cfg: PipelineConfig) -> dict[str, pd.DataFrame]:
-    months = [month_tables(cfg, m) for m in MONTHS]
+    months = [partition_tables(cfg, m) for m in MONTHS]
     return {name: pd.concat([m[name] for m in months], ignore_index=True) for name in ("flights", "weather")}
 
 
@@ -189,13 +189,13 @@ def test_prepare_features_without_training_days(tables, cfg: PipelineConfig) -> 
 
 
 def test_partition_frames_concatenated_equal_the_whole_version_frame(tables, cfg: PipelineConfig) -> None:
-    months = [month_tables(cfg, m) for m in MONTHS]
+    months = [partition_tables(cfg, m) for m in MONTHS]
     one_by_one = pd.concat([partition_frame(m, cfg) for m in months], ignore_index=True)
     pd.testing.assert_frame_equal(one_by_one, partition_frame(tables, cfg))
 
 
 def test_split_counts_from_histograms_match_split_by_time(tables, cfg: PipelineConfig) -> None:
-    frames = [partition_frame(month_tables(cfg, m), cfg) for m in MONTHS]
+    frames = [partition_frame(partition_tables(cfg, m), cfg) for m in MONTHS]
     whole = pd.concat(frames, ignore_index=True)
     split = split_by_time(whole, _window(cfg, 1))
     bounds = SplitBounds.of(pd.Timestamp(max(max(day_histogram(f, cfg)) for f in frames)), _window(cfg, 1))

@@ -10,7 +10,7 @@ import pytest
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.ingest import ingest_partition
-from mlassets.core.data.raw import WATCHED_BRANCH, derived_repo, month_tables, read_version
+from mlassets.core.data.raw import WATCHED_BRANCH, derived_repo, partition_tables, read_version
 from mlassets.core.data.sources import nycflights13
 from mlassets.core.data.store.local import LocalStore
 from mlassets.core.features import split as features
@@ -35,7 +35,7 @@ def cfg() -> PipelineConfig:
 
 @pytest.fixture(scope="module")
 def tables(cfg: PipelineConfig) -> dict[str, dict[str, pd.DataFrame]]:
-    return {m: month_tables(cfg, m) for m in MONTHS}
+    return {m: partition_tables(cfg, m) for m in MONTHS}
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_write_features_round_trip(store: LocalStore, cfg: PipelineConfig, table
     expected = prepare_features(read_version(store, cfg, version), cfg)
     assert fs.rows == {s: len(expected[s]) for s in SPLITS}
     manifest = read_manifest(store, cfg, version)
-    assert manifest["bounds"] == {"train": "2012-02-15", "validation": "2013-02-15", "holdout": "2013-02-22"}
+    assert manifest["split"]["bounds"] == {"train": "2012-02-15", "validation": "2013-02-15", "holdout": "2013-02-22"}
     assert [p["partition"] for p in manifest["partitions"]] == list(MONTHS[:2])
     assert manifest["partitions"][0]["splits"] == {"train": manifest["partitions"][0]["rows"], "validation": 0,
                                                    "holdout": 0}
@@ -139,10 +139,10 @@ def test_from_scratch_and_a_new_code_version_build_every_month(
     again = write_features(store, cfg, version)
     assert again.computed == [] and len(builds) == 2
     assert write_features(store, cfg, version, reuse=False).computed == list(MONTHS[:2])
-    monkeypatch.setattr(features, "FEATURE_CODE_VERSION", "2")
-    monkeypatch.setattr("mlassets.core.features.store.FEATURE_CODE_VERSION", "2")
+    monkeypatch.setattr(features, "FEATURE_CODE_VERSION", "next")
+    monkeypatch.setattr("mlassets.core.features.store.FEATURE_CODE_VERSION", "next")
     assert write_features(store, cfg, version).computed == list(MONTHS[:2])
-    assert json.loads(store.read("flights-derived", "main", manifest_path(version)))["feature_code_version"] == "2"
+    assert json.loads(store.read("flights-derived", "main", manifest_path(version)))["feature_code_version"] == "next"
     assert len(builds) == 6 and first.rows == again.rows
 
 

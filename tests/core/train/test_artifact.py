@@ -128,3 +128,13 @@ def test_scores_raw_rows_with_unseen_categories(tmp_path: Path) -> None:
     assert pred.shape == (3,) and np.isfinite(pred).all()
     with pytest.raises(ValueError, match="'distance'"):
         loaded.predict(rows.drop(columns=["distance"]))
+
+
+def test_a_bounded_target_is_respected_by_the_bundle(tmp_path: Path) -> None:
+    bundle = _bundle()
+    bundle.target_center = -500.0  # predictions well below zero ...
+    raw = bundle.predict(_frame(seed=2))
+    assert (raw < 0).all()
+    bundle.model_config = {**MODEL_CONFIG, "output_min": 0.0}  # ... until the config bounds the target
+    loaded = load_bundle(save_bundle(bundle, tmp_path / "model"))
+    assert (loaded.predict(_frame(seed=2)) == 0.0).all()  # served predictions respect it too

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import PipelineConfig, load_config, shipped_configs
-from mlassets.core.data.raw import month_tables
+from mlassets.core.data.raw import partition_tables
 from mlassets.core.evaluate.calibration import binary_metrics
 from mlassets.core.features.split import prepare_features
 from mlassets.core.train.artifact import BUNDLE, load_bundle, save_bundle
@@ -33,7 +33,7 @@ def splits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     cfg = _cfg()
     tables: dict[str, list[pd.DataFrame]] = {}
     for week in WEEKS:
-        for name, frame in month_tables(cfg, week).items():
+        for name, frame in partition_tables(cfg, week).items():
             tables.setdefault(name, []).append(frame)
     parts = prepare_features({k: pd.concat(v, ignore_index=True) for k, v in tables.items()}, cfg)
     root = tmp_path_factory.mktemp("orders-late")

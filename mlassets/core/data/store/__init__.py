@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
+from mlassets import settings
 from mlassets.core.data.store.base import (
     Change,
     Commit,
@@ -22,8 +21,8 @@ STORE_ENV = "MLASSETS_STORE"  # the backend when none is named: local (default) 
 
 
 def default_backend() -> str:
-    """``$MLASSETS_STORE`` (``local`` when unset): the one switch between the embedded store and lakeFS."""
-    return os.environ.get(STORE_ENV) or "local"
+    """``$MLASSETS_STORE``; when unset, ``local`` (embedded profile) or ``lakefs`` (``MLASSETS_PROFILE=production``)."""
+    return settings.store_backend()
 
 
 def open_store(backend: str = "", **options: str) -> VersionedStore:

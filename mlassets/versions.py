@@ -1,0 +1,66 @@
+"""A dataset's data versions as one table: the partitions each added, its gate decision, its model version, and
+which version is the champion's (by the promotion log). Read from the records the assets handed on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dagster as dg
+
+from mlassets.core import paths
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.ingest import Ingested
+from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.records import RecordError, RecordFiles
+from mlassets.core.registry.promotion import PromotionLog
+from mlassets.core.registry.record import RegisteredVersion
+from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.partitions import data_versions as versions_def
+
+
+@dataclass
+class VersionInfo:
+    version: str
+    partitions: list[str]  # what its ingest added or changed
+    gate: str  # pass, reject, or "-" (not gated yet, or failed before the gate)
+    model_version: str  # "-" when nothing was registered
+    champion: bool
+
+
+def _read(files: RecordFiles, key: dg.AssetKey, partition: str, cls: type) -> object | None:
+    try:
+        return files.read(key.path, partition, cls) if files.exists(key.path, partition) else None
+    except RecordError:
+        return None
+
+
+def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig) -> list[VersionInfo]:
+    """Oldest first, as the ingests created them."""
+    keys, files = DatasetKeys.of(cfg), RecordFiles(paths.records_root())
+    added: dict[str, list[str]] = {}
+    raw_dir = files.root.joinpath(*keys.raw.path)
+    for path in sorted(raw_dir.glob("*.json")) if raw_dir.is_dir() else []:
+        ingested = _read(files, keys.raw, path.stem, Ingested)
+        if isinstance(ingested, Ingested) and ingested.created:
+            added.setdefault(ingested.data_version, []).append(ingested.partition)
+    live = PromotionLog().live(cfg.model.registered_name)
+    out = []
+    for version in instance.get_dynamic_partitions(versions_def(cfg).name):
+        gate = _read(files, keys.gate_result, version, GateResult)
+        registered = _read(files, keys.registered_model, version, RegisteredVersion)
+        model = registered.version if isinstance(registered, RegisteredVersion) else "-"
+        out.append(VersionInfo(version=version, partitions=added.get(version, []),
+                               gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
+                               model_version=model, champion=live is not None and live.to_version == model))
+    return out
+
+
+def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:
+    if not rows:
+        return "(no data versions yet)"
+    header = ["data version", f"{label}s added", "gate", "model", "champion"]
+    lines = [[r.version[:12], ", ".join(r.partitions) or "-", r.gate,
+              f"v{r.model_version}" if r.model_version != "-" else "-", "yes" if r.champion else ""] for r in rows]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+                     for line in [header, *lines])
