@@ -4,6 +4,8 @@ and prune-transactions."""
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 import warnings
 
@@ -65,7 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_mlflow() -> None:
+    """MLflow's INFO lines (database set-up, signature checks) are not the command's output; warnings stay."""
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read when mlflow is imported
+    if "mlflow" in sys.modules:
+        logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_mlflow()
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")

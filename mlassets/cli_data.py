@@ -85,9 +85,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     except IngestFailed as exc:
         print(f"mlassets ingest: partition {args.partition} of {cfg.dataset.name} was rejected; nothing changed:",
               file=sys.stderr)
-        for line in exc.reason.splitlines():
-            if line.strip() and "was not ingested" not in line:
-                print(f"  {line.strip()}", file=sys.stderr)
+        for line in exc.checks:
+            print(f"  {line}", file=sys.stderr)
         return 2
     print(ingested.message)
     return 0

@@ -78,9 +78,9 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
         try:
             ingested = ingest(instance, cfg, month, corrupt=corrupt, shift=shift)
         except IngestFailed as exc:
-            progress(f"      rejected: {exc.reason.splitlines()[0]}")
+            progress(f"      rejected: {'; '.join(exc.checks)}")
             rows.append(VersionRow(month=month, data_version="", metric=cfg.gate.main_metric, candidate_metric=None,
-                                   champion_metric=None, decision="rejected data", reasons=[exc.reason],
+                                   champion_metric=None, decision="rejected data", reasons=exc.checks,
                                    champion_version=rows[-1].champion_version if rows else "none", seconds=0.0,
                                    run_id="", success=False))
             continue
@@ -90,7 +90,8 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
         version = ingested.data_version
         progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
         row = play(instance, cfg, month, version)
-        progress(f"      {row.decision}; champion v{row.champion_version} ({row.seconds:.1f} s)")
+        champion = "none" if row.champion_version in ("", "none") else f"v{row.champion_version}"
+        progress(f"      {row.decision}; champion {champion} ({row.seconds:.1f} s)")
         rows.append(row)
     return rows
 
@@ -114,7 +115,8 @@ def format_table(rows: list[VersionRow], label: str = "month") -> str:
     name = _NAMES.get(metric, metric)
     header = [label, "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
     lines = [[r.month, r.data_version[:12], _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
-              r.decision, f"v{r.champion_version}", "; ".join(r.reasons) or "-"] for r in rows]
+              r.decision, "-" if r.champion_version in ("", "none") else f"v{r.champion_version}",
+              "; ".join(r.reasons) or "-"] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, [*widths, 0], strict=True)).rstrip()]
     for line in lines:

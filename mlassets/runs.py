@@ -36,6 +36,12 @@ class IngestFailed(RuntimeError):
         super().__init__(f"partition {partition}: {reason}")
         self.partition, self.reason = partition, reason
 
+    @property
+    def checks(self) -> list[str]:
+        """One line per failed check, without the step and partition that the first line starts with."""
+        lines = [line.split("was not ingested:", 1)[-1].strip() for line in self.reason.splitlines()]
+        return [line for line in lines if line]
+
 
 @dataclass
 class Run:

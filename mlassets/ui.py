@@ -27,7 +27,7 @@ class PortTaken(OSError):
     """A port the UI needs is in use."""
 
 
-@dataclass
+@dataclass(eq=False)  # identity: a server is a key of the ones not answering yet
 class Server:
     name: str
     command: list[str]

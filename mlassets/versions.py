@@ -9,7 +9,8 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.ingest import Ingested
+from mlassets.core.data.raw import raw_repo
+from mlassets.core.data.store import StoreError, VersionedStore, open_store
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.records import RecordError, RecordFiles
 from mlassets.core.registry.promotion import PromotionLog
@@ -34,25 +35,29 @@ def _read(files: RecordFiles, key: dg.AssetKey, partition: str, cls: type) -> ob
         return None
 
 
-def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig) -> list[VersionInfo]:
-    """Oldest first, as the ingests created them."""
+def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig,
+                  store: VersionedStore | None = None) -> list[VersionInfo]:
+    """Oldest first, as the ingests created them; the partition each added is in its store commit's metadata."""
     keys, files = DatasetKeys.of(cfg), RecordFiles(paths.records_root())
-    added: dict[str, list[str]] = {}
-    raw_dir = files.root.joinpath(*keys.raw.path)
-    for path in sorted(raw_dir.glob("*.json")) if raw_dir.is_dir() else []:
-        ingested = _read(files, keys.raw, path.stem, Ingested)
-        if isinstance(ingested, Ingested) and ingested.created:
-            added.setdefault(ingested.data_version, []).append(ingested.partition)
+    store = store or open_store()
     live = PromotionLog().live(cfg.model.registered_name)
     out = []
     for version in instance.get_dynamic_partitions(versions_def(cfg).name):
         gate = _read(files, keys.gate_result, version, GateResult)
         registered = _read(files, keys.registered_model, version, RegisteredVersion)
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
-        out.append(VersionInfo(version=version, partitions=added.get(version, []),
+        out.append(VersionInfo(version=version, partitions=_added(store, cfg, version),
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
                                model_version=model, champion=live is not None and live.to_version == model))
     return out
+
+
+def _added(store: VersionedStore, cfg: PipelineConfig, version: str) -> list[str]:
+    try:
+        partition = store.get_commit(raw_repo(cfg), version).metadata.get("partition", "")
+    except StoreError:
+        return []
+    return [partition] if partition else []
 
 
 def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:

@@ -44,7 +44,8 @@ def home(tmp_path, monkeypatch) -> str:
     """An empty embedded stack ($MLASSETS_HOME) for one test."""
     path = tmp_path / "mlassets-home"
     monkeypatch.setenv("MLASSETS_HOME", str(path))
-    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI"):
+    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_PROFILE", "MLASSETS_CONFIGS", "MLASSETS_STORE",
+                "MLASSETS_PROMOTION_DB"):
         monkeypatch.delenv(var, raising=False)
     return str(path)
 

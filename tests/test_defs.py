@@ -20,7 +20,7 @@ EXPECTED = {
     "flights/features": ("features", "flights_data_versions", ["flights/snapshot"], []),
     "flights/checkpoints": ("training", "flights_data_versions", ["flights/features"], []),
     "flights/candidate_model": ("training", "flights_data_versions", ["flights/checkpoints"], []),
-    "flights/evaluation": ("evaluation", "flights_data_versions", ["flights/candidate_model"], []),
+    "flights/evaluation": ("evaluation", "flights_data_versions", ["flights/candidate_model", "flights/features"], []),
     "flights/gate_result": ("evaluation", "flights_data_versions", ["flights/evaluation"], []),
     "flights/registered_model": (
         "registry", "flights_data_versions", ["flights/candidate_model", "flights/gate_result"], ["gate_passed"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import platform
 import re
 import subprocess
@@ -13,6 +14,7 @@ import torch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = PROJECT_ROOT / "requirements.lock"
+GIT_SHA_ENV = "MLASSETS_GIT_SHA"  # an image built from a commit, without its .git (infra/Dockerfile sets it)
 
 
 def _git(*args: str) -> str | None:
@@ -27,14 +29,15 @@ def _git(*args: str) -> str | None:
 
 @functools.cache
 def git_sha() -> str:
-    """The commit of the running code, or ``unknown`` outside a git checkout."""
-    return _git("rev-parse", "HEAD") or "unknown"
+    """The commit of the running code: the checkout's, else ``$MLASSETS_GIT_SHA`` (an image), else ``unknown``."""
+    return _git("rev-parse", "HEAD") or os.environ.get(GIT_SHA_ENV, "").strip() or "unknown"
 
 
 def git_dirty() -> bool:
-    """True when tracked source files differ from the commit (a rebuild could not be exact)."""
+    """True when tracked source files differ from the commit (a rebuild could not be exact); outside a checkout,
+    clean only for an image that says which commit it was built from."""
     status = _git("status", "--porcelain", "--untracked-files=no", "--", "mlassets", "pyproject.toml")
-    return bool(status) if status is not None else True
+    return bool(status) if status is not None else not os.environ.get(GIT_SHA_ENV, "").strip()
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from mlassets.core.evaluate import score
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.evaluate.rules import MB
-from mlassets.core.features.store import read_split
+from mlassets.core.features.store import FeatureSet, read_split
 from mlassets.core.registry import promote, versions
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.mlflow_model import bundle_path
@@ -42,6 +42,7 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
     meta["slices"] = table(result.slice_frame().to_dict(orient="records"))
     meta.update({"main_metric": result.main_metric, "champion_version": result.champion_version or "none",
                  "holdout_rows": dg.MetadataValue.int(result.holdout_rows),
+                 "dropped_missing_target": dg.MetadataValue.int(result.dropped_missing_target),
                  "predictions_uri": result.predictions_uri})
     return meta
 
@@ -55,6 +56,7 @@ def gate_metadata(gate: GateResult) -> dict[str, object]:
                         for r in gate.rules]),
         "unjudged_slices": table([u.to_dict() for u in gate.unjudged], ["slice", "value", "n", "min_rows"]),
         "champion_version": gate.gated_against,
+        "dropped_missing_target": dg.MetadataValue.int(gate.dropped_missing_target),
     }
 
 
@@ -63,10 +65,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     name = cfg.model.registered_name
 
     @dg.asset(key=keys.evaluation, partitions_def=versions_def, group_name="evaluation",
-              ins={"candidate": dg.AssetIn(keys.candidate_model)}, required_resource_keys={"store", "mlflow"})
-    def evaluation(context: dg.AssetExecutionContext, candidate: Candidate) -> dg.Output[Evaluation]:
-        """Candidate and the live champion (by the promotion log) on this version's holdout: metrics overall and
-        per slice with bootstrap intervals, latency and size (and calibration for binary models)."""
+              ins={"candidate": dg.AssetIn(keys.candidate_model), "features": dg.AssetIn(keys.features)},
+              required_resource_keys={"store", "mlflow"})
+    def evaluation(context: dg.AssetExecutionContext, candidate: Candidate, features: FeatureSet
+                   ) -> dg.Output[Evaluation]:
+        """Candidate and the live champion (by the promotion log) on this version's holdout (from ``features``):
+        metrics overall and per slice with bootstrap intervals, latency and size (and calibration for binary
+        models)."""
         version = candidate.provenance.data_commit
         holdout = read_split(context.resources.store.open(), cfg, version, "holdout")
         live = promote.live_version(name)
@@ -78,7 +83,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed)
         uri = score.log_predictions(predictions, f"evaluation/{version[:16]}")
         result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
-                                     predictions_uri=uri)
+                                     predictions_uri=uri, dropped_missing_target=features.dropped_missing_target)
         score.log_evaluation(result)
         return dg.Output(result, metadata=evaluation_metadata(result))
 

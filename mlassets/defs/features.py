@@ -28,6 +28,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             "partitions_computed": ", ".join(result.computed) or "none",
             "partitions_reused": ", ".join(result.reused) or "none",
             **{f"rows_{split}": dg.MetadataValue.int(n) for split, n in result.rows.items()},
+            "dropped_missing_target": dg.MetadataValue.int(result.dropped_missing_target),
         })
 
     return [features]

@@ -49,11 +49,12 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     """
     tracking.configure(context.resource_config.get("mlflow_tracking_uri"), context.resource_config["experiment_name"])
     resource = MlFlow(context)
+    started = mlflow.active_run()
     try:
         yield resource
     finally:
         active = mlflow.active_run()
-        if active is not None and active.info.run_id == resource.mlflow_run_id:
+        if active is not None and started is not None and active.info.run_id == started.info.run_id:
             mlflow.end_run(status=_status(context))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import dagster as dg
@@ -30,8 +31,17 @@ class Demo:
     champions: list[str | None]  # champion version after each row
 
 
+@pytest.fixture
+def demo(_demo_stack: Demo, monkeypatch: pytest.MonkeyPatch) -> Demo:
+    """The demo's stack, its environment set for this test only (other tests never see its home)."""
+    monkeypatch.setenv("MLASSETS_HOME", _demo_stack.home)
+    for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(var, raising=False)
+    return _demo_stack
+
+
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory) -> Demo:
+def _demo_stack(tmp_path_factory) -> Iterator[Demo]:
     home = tmp_path_factory.mktemp("e2e-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLASSETS_HOME", str(home))

@@ -22,6 +22,7 @@ from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
 from mlassets.defs.factory import ingest_job_name
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.partitions import raw_partitions
 from mlassets.demo import play as run_pipeline
 from mlassets.instance import get_instance
 from mlassets.runs import QUIET, ingest
@@ -60,15 +61,17 @@ def stack(tmp_path_factory) -> Stack:
 
 
 def _feed(stack: Stack, tables: dict[str, pd.DataFrame], name: str) -> dg.ExecuteInProcessResult:
-    """Run the real ingest job for MONTH on prepared tables (``tables_dir`` of the raw asset's config)."""
+    """Run the real ingest job for MONTH on prepared tables (a delivered folder: ``delivered`` of the raw asset's
+    config, ``mlassets ingest --from``)."""
     directory = stack.work / name
     directory.mkdir(parents=True)
     for table, frame in tables.items():
         frame.to_parquet(directory / f"{table}.parquet", index=False)
     op = DatasetKeys.of(stack.cfg).raw.to_python_identifier()
+    stack.instance.add_dynamic_partitions(raw_partitions(stack.cfg).name, [MONTH])
     return stack.defs.resolve_job_def(ingest_job_name(stack.cfg)).execute_in_process(
         instance=stack.instance, partition_key=MONTH, raise_on_error=False,
-        run_config={**QUIET, "ops": {op: {"config": {"tables_dir": str(directory)}}}},
+        run_config={**QUIET, "ops": {op: {"config": {"delivered": str(directory)}}}},
     )
 
 
@@ -222,7 +225,7 @@ def test_a_truncated_file_is_named(stack: Stack) -> None:
     op = DatasetKeys.of(stack.cfg).raw.to_python_identifier()
     result = stack.defs.resolve_job_def(ingest_job_name(stack.cfg)).execute_in_process(
         instance=stack.instance, partition_key=MONTH, raise_on_error=False,
-        run_config={**QUIET, "ops": {op: {"config": {"tables_dir": str(directory)}}}})
+        run_config={**QUIET, "ops": {op: {"config": {"delivered": str(directory)}}}})
     message = _failure(result)
     assert f"{directory / 'weather.parquet'}: not readable Parquet" in message, message
     assert _state(stack) == before

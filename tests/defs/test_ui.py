@@ -35,9 +35,9 @@ def _get(url: str, body: dict | None = None) -> dict:
         return json.loads(response.read())
 
 
-def _wait(url: str, body: dict | None, deadline: float, proc: subprocess.Popen) -> dict:
+def _wait(url: str, body: dict | None, deadline: float, proc: subprocess.Popen, log=None) -> dict:
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "mlassets ui exited early"
+        assert proc.poll() is None, "mlassets ui exited early:\n" + (log.read_text()[-3000:] if log else "")
         try:
             return _get(url, body)
         except OSError:
@@ -69,7 +69,7 @@ def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
     try:
         deadline = time.monotonic() + 120
         graphql = f"http://127.0.0.1:{port}/graphql"
-        nodes = _wait(graphql, {"query": ASSETS}, deadline, proc)["data"]["assetNodes"]
+        nodes = _wait(graphql, {"query": ASSETS}, deadline, proc, log)["data"]["assetNodes"]
         groups = {"/".join(n["assetKey"]["path"]): n["groupName"] for n in nodes}
         assert groups["flights/raw_flights"] == "data" and groups["flights/champion"] == "registry"
         assert groups["flights/gate_result"] == "evaluation" and groups["flights/snapshot"] == "snapshot"

@@ -151,12 +151,12 @@ def test_doctor_finds_the_server_its_registry_and_its_artifact_store(client_env)
     assert reports["Dagster instance"].status == cli_doctor.UNSET  # DAGSTER_HOME is not set: named, not probed
 
 
-@pytest.mark.xfail(strict=True, reason="registry.register passes a LoggedModel URI (models:/m-...) as the version's "
-                   "source without its model_id, which an MLflow server refuses (a sqlite store accepts it); "
-                   "fix in mlassets/core/registry/versions.py: create_model_version(..., model_id=...)")
 def test_registry_register_works_against_an_mlflow_server(client_env, tmp_path) -> None:
     tracking.configure(experiment=f"s3-{uuid.uuid4().hex[:8]}")
     bundle_dir = save_bundle(shared.tiny_bundle(), tmp_path / "bundle")
     with mlflow.start_run():
         model_uri = mlflow_model.log_model(bundle_dir)
-    registry.register(f"s3-model-{uuid.uuid4().hex[:8]}", model_uri, shared.record(True, weights_sha256(bundle_dir)))
+    name = f"s3-model-{uuid.uuid4().hex[:8]}"
+    version = registry.register(name, model_uri, shared.record(True, weights_sha256(bundle_dir)))
+    assert version.version == "1"
+    assert mlflow.pyfunc.load_model(f"models:/{name}/1") is not None  # the server resolves the version's source

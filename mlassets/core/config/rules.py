@@ -112,8 +112,11 @@ def _source(ds: DatasetConfig) -> None:
                                   "(the files source reads every table from files)")
         if ds.partition_column and ds.partition_column not in ds.columns:
             raise ConfigError(f"dataset.partition_column: {ds.partition_column!r} is not declared in dataset.columns")
-    elif ds.path or ds.partition_column:
-        raise ConfigError(f"dataset.path / partition_column: for source 'files'; source {ds.source!r} reads no files")
+    else:
+        for name in ("path", "partition_column"):
+            if getattr(ds, name):
+                raise ConfigError(f"dataset.{name}: {getattr(ds, name)!r} is for source 'files'; source "
+                                  f"{ds.source!r} reads no files")
 
 
 def _features(cfg: PipelineConfig) -> None:

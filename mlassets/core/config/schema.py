@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from mlassets.core.config._typed import ConfigError
 
+MISSING_VALUES = ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A")  # read as missing
+
 
 @dataclass(frozen=True)
 class ColumnSpec:
@@ -66,6 +68,7 @@ class DatasetConfig:
     path: str = ""  # files source: the main table's file of a partition, e.g. data/sales_{partition}.csv
     format: Literal["auto", "csv", "parquet"] = "auto"  # files source; auto: by the file's extension
     partition_column: str | None = None  # files source: a file holds many partitions; keep this column's rows
+    missing_values: list[str] = field(default_factory=lambda: list(MISSING_VALUES))  # files source: CSV cells
     task: Literal["regression", "binary"] = "regression"  # binary: the target is 0/1, models give P(1)
     drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
     min_rows: int = 1000  # per partition

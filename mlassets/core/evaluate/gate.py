@@ -47,6 +47,7 @@ class GateResult(Record):
     rules: list[RuleResult] = field(default_factory=list)
     unjudged: list[UnjudgedSlice] = field(default_factory=list)
     gated_against: str = "none"  # the champion version it was judged against ("none": a first model)
+    dropped_missing_target: int = 0  # rows without a target left out of training and of this holdout
 
     def failures(self) -> list[RuleResult]:
         return [r for r in self.rules if not r.passed]
@@ -64,6 +65,8 @@ class GateResult(Record):
         if self.unjudged and self.passed:
             text += f"; not judged (too few rows): {', '.join(u.describe() for u in self.unjudged[:5])}"
             text += f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else ""
+        if self.dropped_missing_target:
+            text += f"; {self.dropped_missing_target} rows without a target were left out"
         return text
 
 
@@ -78,4 +81,5 @@ def evaluate_gate(cfg: GateConfig, evaluation: Evaluation) -> GateResult:
         rules.append(unjudged_rule(cfg, unjudged))
     rules.extend(budget_rules(cfg, evaluation))
     return GateResult(passed=all(r.passed for r in rules), has_champion=evaluation.has_champion, rules=rules,
-                      unjudged=unjudged, gated_against=evaluation.champion_version or "none")
+                      unjudged=unjudged, gated_against=evaluation.champion_version or "none",
+                      dropped_missing_target=evaluation.dropped_missing_target)

@@ -73,6 +73,7 @@ class Evaluation(Record):
     calibration: dict[str, Any] | None = None  # binary task: {"candidate": report, "champion": report}
     performance: dict[str, dict[str, float]] = field(default_factory=dict)  # per model: latency and size
     predictions_uri: str = ""  # the scored holdout rows (MLflow artifact)
+    dropped_missing_target: int = 0  # rows of the version without a target, dropped before the split
 
     @property
     def has_champion(self) -> bool:
@@ -135,7 +136,7 @@ def slice_rows(
 def evaluate_models(
     frame: pd.DataFrame, y_true: Any, pred_candidate: Any, pred_champion: Any | None, cfg: PipelineConfig,
     *, champion_version: str | None = None, data_version: str = "",
-    performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "",
+    performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
 ) -> Evaluation:
     """Measure both models on the same rows (``frame`` holds the slice columns)."""
     y, cand = as_array(y_true), as_array(pred_candidate)
@@ -159,4 +160,5 @@ def evaluate_models(
         predictions=prediction_stats(cand, cfg.gate.prediction_min, cfg.gate.prediction_max),
         confidence=cfg.gate.confidence, champion_version=champion_version, data_version=data_version,
         calibration=calibration, performance=dict(performance or {}), predictions_uri=predictions_uri,
+        dropped_missing_target=dropped_missing_target,
     )

@@ -36,7 +36,9 @@ def register(name: str, model_uri: str, record: RegistryRecord) -> ModelVersion:
         client.get_registered_model(name)
     except MlflowException:
         client.create_registered_model(name, description="Registered by mlassets; tags hold each record.")
-    return client.create_model_version(name, model_uri, tags=record.to_tags())
+    model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None  # a LoggedModel
+    # its id too: an MLflow server refuses a LoggedModel's URI as a version's source without it (sqlite does not)
+    return client.create_model_version(name, model_uri, tags=record.to_tags(), model_id=model_id)
 
 
 def record_of(version: ModelVersion) -> RegistryRecord:

@@ -185,3 +185,19 @@ def test_drop_missing_target_lets_them_in_and_the_features_drop_them(example: Pa
     assert features.dropped_missing_target == 3
     assert sum(features.rows.values()) == len(frame) - 3
     assert not read_split(store, cfg, version, "train")["units"].isna().any()
+
+
+def test_missing_value_markers_are_read_as_missing_and_configurable(example: Path) -> None:
+    frame = pd.read_csv(_csv(example, JAN), dtype=str)
+    frame.loc[2, "temperature"], frame.loc[5, "temperature"] = "NA", "n/a"  # as R and spreadsheets write them
+    frame.to_csv(_csv(example, JAN), index=False)
+    data = yaml.safe_load(example.read_text())
+    data["dataset"]["columns"]["temperature"]["nullable"] = True
+    (example.parent / "na.yaml").write_text(yaml.safe_dump(data))
+    read = partition_tables(load_config(example.parent / "na.yaml"), JAN)["sales"]
+    assert read["temperature"].isna().sum() == 2 and read["temperature"].notna().sum() == len(frame) - 2
+
+    data["dataset"]["missing_values"] = [""]  # "NA" is a value here: a number column then names it
+    (example.parent / "strict.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(FileRejected, match=r"column 'temperature', row 4: 'NA' is not a number \(and 1 more rows\)"):
+        partition_tables(load_config(example.parent / "strict.yaml"), JAN)

@@ -276,3 +276,12 @@ def test_the_gate_recomputes_nothing_it_reads_the_record():
     moved = dataclasses.replace(ua, ci_low=-0.01)  # the record says the interval includes zero: the gate obeys
     edited = dataclasses.replace(evaluation, slices=[moved if r is ua else r for r in evaluation.slices])
     assert not evaluate_gate(CFG, evaluation).passed and evaluate_gate(CFG, edited).passed
+
+
+def test_rows_dropped_for_a_missing_target_are_reported_by_the_gate() -> None:
+    frame, y, champ = make_data(seed=3)[:3]
+    evaluation = dataclasses.replace(measure(CFG, y, champ, None, frame, SLICES), dropped_missing_target=4)
+    gate = evaluate_gate(CFG, evaluation)
+    assert gate.dropped_missing_target == 4 and "4 rows without a target were left out" in gate.summary()
+    assert GateResult.from_json(gate.to_json()).dropped_missing_target == 4
+    assert "without a target" not in evaluate_gate(CFG, measure(CFG, y, champ, None, frame, SLICES)).summary()

@@ -10,7 +10,7 @@ the file, column, row and value named. Columns the config does not declare are n
 from __future__ import annotations
 
 import glob
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -46,14 +46,15 @@ def partition_files(template: str, key: str) -> list[Path]:
     return files
 
 
-def _read(path: Path, fmt: str) -> pd.DataFrame:
+def _read(path: Path, fmt: str, missing: Sequence[str] = ("",)) -> pd.DataFrame:
     name = path.name.lower()
     as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
     try:
         if as_parquet:
             return read_parquet_file(path)
         sep = "\t" if name.endswith(".tsv") else ","
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig", sep=sep)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=list(missing) or [""],
+                           encoding="utf-8-sig", sep=sep)
     except pd.errors.EmptyDataError:
         raise FileRejected([f"{path}: the file is empty (no header, no rows)"]) from None
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -102,11 +103,12 @@ def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, f
 
 
 def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
-               notes: list[str] | None = None) -> pd.DataFrame:
-    """One table of a partition from its file(s), coerced to ``columns``; undeclared columns are noted, dropped."""
+               notes: list[str] | None = None, missing: Sequence[str] = ("",)) -> pd.DataFrame:
+    """One table of a partition from its file(s), coerced to ``columns``; undeclared columns are noted, dropped.
+    A CSV cell that is one of ``missing`` (exactly) is a missing value."""
     parts = []
     for path in partition_files(template, key):
-        frame = clean_headers(_read(path, fmt), path)
+        frame = clean_headers(_read(path, fmt, missing), path)
         if frame.empty:
             raise FileRejected([f"{path}: no rows (only a header)"])
         extra = [c for c in frame.columns if c not in columns]
@@ -153,7 +155,7 @@ class FilesSource:
     def load(self, key: str, override: str | None = None) -> dict[str, pd.DataFrame]:
         self.notes = []
         columns = {self.main_table: self.ds.columns, **{n: s.columns for n, s in self.ds.tables.items()}}
-        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes)
+        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes, self.ds.missing_values)
                for name, template in self.templates(override).items()}
         main = out[self.main_table]
         if self.ds.partition_column:
