@@ -89,6 +89,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return 2
     print(ingested.message)
+    for note in ingested.notes:
+        print(f"  note: {note}")
     return 0
 
 

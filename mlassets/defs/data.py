@@ -1,5 +1,7 @@
 """group data: each partition of raw data, validated in a store transaction, then landed on the watched branch."""
 
+import dataclasses
+
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
@@ -32,7 +34,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except ValueError as exc:
             raise dg.Failure(str(exc)) from None
         try:
-            tables = partition_tables(cfg, key, config.delivered or None)
+            notes: list[str] = []
+            tables = partition_tables(cfg, key, config.delivered or None, notes)
         except ValueError as exc:  # an unreadable delivery: named, and nothing was written
             raise dg.Failure(description=f"partition {key} was not ingested: {exc}") from None
         if config.corrupt_slice:
@@ -48,9 +51,12 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                 description=str(exc),
                 metadata={"partition": key, "failed_checks": ", ".join(o.name for o in exc.outcomes if not o.passed)},
             ) from None
+        ingested = dataclasses.replace(ingested, notes=notes)
         if ingested.created:
             context.instance.add_dynamic_partitions(versions.name, [ingested.data_version])
         context.log.info(ingested.message)
+        for note in notes:
+            context.log.warning(note)
         return dg.Output(ingested, data_version=dg.DataVersion(ingested.data_version), metadata={
             "data_commit": ingested.data_version,
             "new_data_version": ingested.created,
@@ -61,6 +67,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             "checks": dg.MetadataValue.md("\n".join(f"- {o.name}: {o.message}" for o in ingested.checks)
                                           or ingested.message),
             "fault_injection": config.corrupt_slice or "none",
+            "notes": dg.MetadataValue.md("\n".join(f"- {n}" for n in notes) or "none"),
         })
 
     return [raw]

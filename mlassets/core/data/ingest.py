@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -56,6 +56,7 @@ class Ingested(Record):
     rows: dict[str, int]  # per table
     checks: list[CheckOutcome]  # empty when nothing was new, or ingested without validation
     message: str
+    notes: list[str] = field(default_factory=list)  # what the source left out (undeclared columns), said once
 
 
 def ingest_partition(

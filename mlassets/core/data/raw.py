@@ -110,15 +110,18 @@ def read_version(store: VersionedStore, cfg: PipelineConfig, commit: str) -> dic
     return {t: read_table(store, cfg, commit, t) for t in tables}
 
 
-def partition_tables(cfg: PipelineConfig, key: str, delivered: str | Path | None = None) -> dict[str, pd.DataFrame]:
+def partition_tables(cfg: PipelineConfig, key: str, delivered: str | Path | None = None,
+                     notes: list[str] | None = None) -> dict[str, pd.DataFrame]:
     """One partition's raw tables from the dataset's source, or from ``delivered`` (a file, or a folder of
-    ``<table>`` files: what ``mlassets ingest --from`` and a landing sensor hand over)."""
+    ``<table>`` files: what ``mlassets ingest --from`` and a landing sensor hand over). What the files source
+    left out (undeclared columns) is appended to ``notes``."""
     source = get_source(cfg.dataset)
-    if delivered is None:
-        return source.load(key)
-    if isinstance(source, FilesSource):
-        return source.load(key, str(delivered))
-    return tables_from_dir(delivered)
+    if delivered is not None and not isinstance(source, FilesSource):
+        return tables_from_dir(delivered)
+    tables = source.load(key, str(delivered)) if delivered is not None else source.load(key)
+    if notes is not None and isinstance(source, FilesSource):
+        notes.extend(source.notes)
+    return tables
 
 
 def tables_from_dir(directory: str | Path) -> dict[str, pd.DataFrame]:
