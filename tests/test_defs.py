@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from mlassets.core.config import CONFIGS_ENV, load_config, save_config, shipped_configs
 from mlassets.definitions import build_definitions
@@ -14,20 +15,21 @@ from mlassets.definitions import defs as load_defs
 
 EXPECTED = {
     # key: (group, partitions, parents, checks)
-    "flights/raw_flights": ("data", "flights_partitions", [], []),
-    "flights/snapshot": ("snapshot", "flights_data_versions", ["flights/raw_flights"],
+    "flights/raw_flights": ("flights_data", "flights_partitions", [], []),
+    "flights/snapshot": ("flights_snapshot", "flights_data_versions", ["flights/raw_flights"],
                          ["min_rows", "row_change", "schema", "target_mean", "target_quantiles"]),
-    "flights/features": ("features", "flights_data_versions", ["flights/snapshot"], []),
-    "flights/checkpoints": ("training", "flights_data_versions", ["flights/features"], []),
-    "flights/candidate_model": ("training", "flights_data_versions", ["flights/checkpoints"], []),
-    "flights/evaluation": ("evaluation", "flights_data_versions", ["flights/candidate_model", "flights/features"], []),
-    "flights/gate_result": ("evaluation", "flights_data_versions", ["flights/evaluation"], []),
+    "flights/features": ("flights_features", "flights_data_versions", ["flights/snapshot"], []),
+    "flights/checkpoints": ("flights_training", "flights_data_versions", ["flights/features"], []),
+    "flights/candidate_model": ("flights_training", "flights_data_versions", ["flights/checkpoints"], []),
+    "flights/evaluation": ("flights_evaluation", "flights_data_versions",
+                           ["flights/candidate_model", "flights/features"], []),
+    "flights/gate_result": ("flights_evaluation", "flights_data_versions", ["flights/evaluation"], []),
     "flights/registered_model": (
-        "registry", "flights_data_versions", ["flights/candidate_model", "flights/gate_result"], ["gate_passed"]
+        "flights_registry", "flights_data_versions", ["flights/candidate_model", "flights/gate_result"], ["gate_passed"]
     ),
-    "flights/champion": ("registry", "flights_data_versions", ["flights/registered_model"], []),
-    "flights/predictions": ("serving", "flights_data_versions", ["flights/champion", "flights/features"], []),
-    "flights/scaling_profile": ("ops", "None", [], []),
+    "flights/champion": ("flights_registry", "flights_data_versions", ["flights/registered_model"], []),
+    "flights/predictions": ("flights_serving", "flights_data_versions", ["flights/champion", "flights/features"], []),
+    "flights/scaling_profile": ("flights_ops", "None", [], []),
 }
 
 
@@ -38,7 +40,7 @@ def _renamed(name: str) -> dict:
         text = text.replace("flights_data_versions", f"{name}_data_versions")
         return text.replace("flights_partitions", f"{name}_partitions")
 
-    return {rename(k): (group, rename(parts), [rename(p) for p in parents], checks)
+    return {rename(k): (group.replace("flights_", f"{name}_"), rename(parts), [rename(p) for p in parents], checks)
             for k, (group, parts, parents, checks) in EXPECTED.items()}
 
 
@@ -117,3 +119,12 @@ def test_second_dataset_adds_assets_without_collisions():
     assert len(keys) == 2 * len(EXPECTED)
     assert "flights_copy/snapshot" in keys and "flights/snapshot" in keys
     assert {"flights_copy_pipeline", "flights_pipeline"} <= {j.name for j in both.resolve_all_job_defs()}
+
+
+def test_every_asset_names_the_owners_of_its_config(tmp_path) -> None:
+    data = yaml.safe_load(shipped_configs()["flights"].read_text())
+    data["automation"] = {"owners": ["ana@example.com", "team:forecasting"]}
+    (tmp_path / "f.yaml").write_text(yaml.safe_dump(data))
+    graph = build_definitions([load_config(tmp_path / "f.yaml")]).resolve_asset_graph()
+    owners = {key.to_user_string(): graph.get(key).owners for key in graph.get_all_asset_keys()}
+    assert owners and all(o == ["ana@example.com", "team:forecasting"] for o in owners.values()), owners

@@ -21,6 +21,9 @@ class DatasetKeys:
     registered_model: dg.AssetKey
     champion: dg.AssetKey
     predictions: dg.AssetKey
+    drift_report: dg.AssetKey  # new data against the champion's training data, per data version
+    decay: dg.AssetKey  # the champion's metric against its age, per model
+    tuned_hparams: dg.AssetKey  # the newest Optuna study's best values
 
     @classmethod
     def of(cls, cfg: PipelineConfig) -> DatasetKeys:

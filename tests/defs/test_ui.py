@@ -71,8 +71,9 @@ def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
         graphql = f"http://127.0.0.1:{port}/graphql"
         nodes = _wait(graphql, {"query": ASSETS}, deadline, proc, log)["data"]["assetNodes"]
         groups = {"/".join(n["assetKey"]["path"]): n["groupName"] for n in nodes}
-        assert groups["flights/raw_flights"] == "data" and groups["flights/champion"] == "registry"
-        assert groups["flights/gate_result"] == "evaluation" and groups["flights/snapshot"] == "snapshot"
+        assert groups["flights/raw_flights"] == "flights_data" and groups["flights/champion"] == "flights_registry"
+        assert groups["flights/gate_result"] == "flights_evaluation"
+        assert groups["flights/snapshot"] == "flights_snapshot"
         found = _get(graphql, {"query": MATERIALIZATIONS % "candidate_model"})["data"]["assetOrError"]
         partitions = {m["partition"] for m in found["assetMaterializations"]}
         assert partitions == {row.data_version for row in demo.rows}

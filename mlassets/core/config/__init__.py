@@ -16,21 +16,25 @@ from mlassets.core.config.load import (
     shipped_configs,
 )
 from mlassets.core.config.schema import (
+    AutomationConfig,
     ColumnSpec,
     DatasetConfig,
     FaultConfig,
     FeaturesConfig,
     GateConfig,
     ModelConfig,
+    MonitoringConfig,
     PartitionsConfig,
     PipelineConfig,
     ProfileConfig,
     TableConfig,
     TrainingConfig,
+    TuningConfig,
     canonical_hash,
 )
 
 __all__ = [
+    "AutomationConfig", "MonitoringConfig", "TuningConfig",
     "CONFIG_DIR", "ColumnSpec", "ConfigError", "DatasetConfig", "FaultConfig", "FeaturesConfig", "GateConfig",
     "ModelConfig", "PartitionsConfig", "PipelineConfig", "ProfileConfig", "TableConfig", "TrainingConfig",
     "CONFIGS_ENV", "canonical_hash", "config_paths", "load_config", "parse_config", "resolve_config",

@@ -47,7 +47,8 @@ def _with_paths_from(cfg: PipelineConfig, base: Path) -> PipelineConfig:
         return template if not template or Path(template).is_absolute() else str(base / template)
 
     tables = {name: dataclasses.replace(spec, path=absolute(spec.path)) for name, spec in ds.tables.items()}
-    return dataclasses.replace(cfg, dataset=dataclasses.replace(ds, path=absolute(ds.path), tables=tables))
+    return dataclasses.replace(cfg, dataset=dataclasses.replace(ds, path=absolute(ds.path), tables=tables),
+                               automation=dataclasses.replace(cfg.automation, landing=absolute(cfg.automation.landing)))
 
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"

@@ -10,6 +10,7 @@ import re
 import zoneinfo
 
 from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.automation import check_automation
 from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
@@ -204,3 +205,4 @@ def check(cfg: PipelineConfig) -> None:
     _features(cfg)
     _model_and_training(cfg)
     _gate(cfg)
+    check_automation(cfg)

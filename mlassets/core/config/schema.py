@@ -183,12 +183,59 @@ class GateConfig:
 
 
 @dataclass(frozen=True)
+class AutomationConfig:
+    """What starts runs with nobody at the keyboard: the Dagster daemon's sensors and schedules."""
+
+    owners: list[str] = field(default_factory=lambda: ["team:ml"])  # every asset's owners (emails or team:name)
+    on_new_data: bool = True  # a sensor runs the pipeline for every new commit of the watched branch
+    landing: str = ""  # files source: a folder watched for deliveries, one file or folder per partition key
+    sensor_interval_s: int = 30  # how often the sensors look
+    schedule: str = ""  # cron of a retrain on the newest data version ("": none), e.g. "0 3 * * 1"
+    timezone: str = "UTC"  # of the cron
+    retrain: Literal["full", "warm_start"] = "full"  # scheduled retrains: from scratch, or from the champion
+    full_retrain_every: int = 4  # warm_start: every Nth scheduled retrain is a full one
+    gpu_slots: int = 1  # training steps run in the `gpu` concurrency pool, this many at once
+
+    def __post_init__(self) -> None:
+        for name in ("sensor_interval_s", "full_retrain_every", "gpu_slots"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"automation.{name}: must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class MonitoringConfig:
+    """Drift of new data against the champion's training data, and how fast a champion's accuracy decays."""
+
+    drift_psi: float = 0.2  # a feature whose population stability index exceeds this has drifted
+    drift_ks_pvalue: float = 0.001  # the target has drifted when the KS test's p-value is below this
+    drift_min_rows: int = 200  # slices with fewer rows (new or reference) are not compared
+    retrain_on_drift: bool = True  # drift requests a retrain, tagged with the reason
+    decay_tolerance: float = 0.05  # recommend retraining before the metric worsens by more than this
+
+
+@dataclass(frozen=True)
+class TuningConfig:
+    """An Optuna study on the validation split (never the holdout) whose best values training uses."""
+
+    params: list[str] = field(default_factory=lambda: ["lr", "weight_decay", "dropout"])  # what is searched
+    apply: bool = False  # training uses the newest tuned values of `params`; false: the config's values
+    trials: int = 12
+    epochs: int = 0  # per trial (0: training.epochs)
+    seed: int = 0
+    schedule: str = ""  # cron of a study ("": on demand only)
+    storage: str = ""  # "": sqlite in $MLASSETS_HOME; else an RDB URL (or $MLASSETS_OPTUNA_STORAGE)
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     dataset: DatasetConfig
     features: FeaturesConfig
     model: ModelConfig
     training: TrainingConfig
     gate: GateConfig
+    automation: AutomationConfig = field(default_factory=AutomationConfig)
+    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
+    tuning: TuningConfig = field(default_factory=TuningConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

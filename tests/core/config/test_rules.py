@@ -75,7 +75,25 @@ MORE_RULES = [
     ("gate.absolute_max_metric", math.inf, "gate.absolute_max_metric: expected a finite number, got inf"),
     ("gate.small_slices", "ignore", "gate.small_slices: 'ignore' is not one of ['pass', 'hold']"),
     ("features.timezone", "Mars/Olympus", "features.timezone: 'Mars/Olympus' is not a known time zone"),
+    ("automation.schedule", "0 3 * *", "automation.schedule: '0 3 * *' is not a cron expression of 5 fields"),
+    ("automation.schedule", "0 25 * * 1", "automation.schedule: '0 25 * * 1': hour field '25' is outside 0-23"),
+    ("tuning.schedule", "*/0 * * * *", "tuning.schedule: '*/0 * * * *': minute field '*/0' is not valid"),
+    ("automation.timezone", "Mars/Olympus", "automation.timezone: 'Mars/Olympus' is not a known time zone"),
+    ("automation.owners", ["ops"], "automation.owners: 'ops' is neither an email nor team:name"),
+    ("automation.owners", [], "automation.owners: name at least one owner"),
+    ("automation.landing", "incoming/", "automation.landing: 'incoming/' is for source 'files'"),
+    ("automation.gpu_slots", 0, "automation.gpu_slots: must be >= 1, got 0"),
+    ("automation.retrain", "partial", "automation.retrain: 'partial' is not one of ['full', 'warm_start']"),
+    ("monitoring.drift_ks_pvalue", 1.5, "monitoring.drift_ks_pvalue: must be in (0, 1), got 1.5"),
+    ("monitoring.drift_psi", 0, "monitoring.drift_psi: must be > 0, got 0.0"),
+    ("tuning.params", ["lr", "momentum"], "tuning.params: 'momentum' cannot be tuned"),
 ]
+
+
+@pytest.mark.parametrize("cron", ["0 3 * * 1", "*/15 2-5 1,15 jan-jun mon-fri", "30 4 * * 7", "0 0 1 */3 *"])
+def test_cron_expressions_users_write_are_accepted(cron: str) -> None:
+    cfg = parse_config(_set(_config(), "automation.schedule", cron))
+    assert cfg.automation.schedule == cron
 
 
 @pytest.mark.parametrize(("path", "value", "message"), FOUND_ACCEPTED + MORE_RULES,
