@@ -1,5 +1,5 @@
-"""The ``mlassets`` command: demo, ingest, run, versions, ui, promote, rollback, history, rebuild, diagnose, doctor
-and prune-transactions."""
+"""The ``mlassets`` command: demo, ingest, run, versions, example, ui, daemon, promote, rollback, history, rebuild,
+diagnose, doctor and prune-transactions."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ def cmd_ui(args: argparse.Namespace) -> int:
     for spec in args.config:  # the graphs the UI shows: these, beside those already registered
         register(load_config(resolve_config(spec)))
     return serve(args.host, args.port, args.mlflow_port)
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from mlassets.core.config import load_config, resolve_config
+    from mlassets.daemon import serve
+    from mlassets.runs import register
+
+    for spec in args.config:  # the datasets it watches: these, beside those already registered
+        register(load_config(resolve_config(spec)))
+    return serve()
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -53,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--config", action="append", default=[],
                     help="a dataset config to show (a shipped name or a YAML file; repeatable)")
     ui.set_defaults(func=cmd_ui)
+    daemon = sub.add_parser("daemon", help="the Dagster daemon alone (sensors, schedules, run queue), no UIs")
+    daemon.add_argument("--config", action="append", default=[],
+                        help="a dataset config to watch (a shipped name or a YAML file; repeatable)")
+    daemon.set_defaults(func=cmd_daemon)
     prune = sub.add_parser("prune-transactions", help="remove what killed writers left behind (lakeFS branches)")
     prune.add_argument("--backend", default="", choices=["", "local", "lakefs"],
                        help="the store (default $MLASSETS_STORE, else local; lakefs: settings from LAKECTL_*)")

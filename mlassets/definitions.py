@@ -6,12 +6,14 @@ from __future__ import annotations
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig, config_paths, load_config
+from mlassets.defs.alerts import failure_sensor
 from mlassets.defs.factory import dataset_defs
 from mlassets.defs.resources import default_resources
 
 
 def build_definitions(configs: list[PipelineConfig]) -> dg.Definitions:
-    return dg.Definitions.merge(*(dataset_defs(c) for c in configs), dg.Definitions(resources=default_resources()))
+    shared = dg.Definitions(resources=default_resources(), sensors=[failure_sensor(configs)])
+    return dg.Definitions.merge(*(dataset_defs(c) for c in configs), shared)
 
 
 @dg.definitions

@@ -8,14 +8,32 @@ import dagster as dg
 
 from mlassets import settings
 from mlassets.core import paths
+from mlassets.core.config import ConfigError, config_paths, load_config
 
-_DAGSTER_YAML = """\
-# Embedded default: sqlite storage in this folder. See infra/dagster.yaml for PostgreSQL.
+_HEADER = "# Embedded default: sqlite storage in this folder."
+_DAGSTER_YAML = f"""\
+{_HEADER} See infra/dagster.yaml for PostgreSQL.
+# mlassets writes this file; it is rewritten when mlassets changes it (edit a copy under another name).
 telemetry:
   enabled: false
 nux:
   enabled: false  # no "join the community" pop-up over the first page
+run_coordinator:  # the daemon's queue; looked at every second (a new run starts that much sooner)
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+concurrency:
+  runs:
+    tag_concurrency_limits:
+      - key: mlassets/serial  # a dataset's automated pipeline runs: one at a time, in the order requested
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+  pools:
+    granularity: op  # the `gpu` pool holds training steps; its size is set from automation.gpu_slots
 """
+GPU_POOL = "gpu"
 
 
 def prepare_home() -> str:
@@ -30,11 +48,32 @@ def prepare_home() -> str:
     home = os.environ.get("DAGSTER_HOME") or str(paths.dagster_home())
     os.makedirs(home, exist_ok=True)
     config = os.path.join(home, "dagster.yaml")
-    if not os.path.exists(config):
+    current = open(config).read() if os.path.exists(config) else None
+    if current is None or (current.startswith(_HEADER) and current != _DAGSTER_YAML):  # ours, from an older mlassets
         with open(config, "w") as fh:
             fh.write(_DAGSTER_YAML)
     return home
 
 
+def gpu_slots() -> int:
+    """The `gpu` pool's size: the largest ``automation.gpu_slots`` among the configs the code location builds."""
+    try:
+        return max((load_config(p).automation.gpu_slots for p in config_paths()), default=1)
+    except ConfigError:  # the command that reads the broken config names it; the pool keeps its size
+        return 0
+
+
+def ensure_gpu_pool(instance: dg.DagsterInstance, slots: int | None = None) -> None:
+    """Size the `gpu` concurrency pool that training steps run in (a no-op when it already has that size)."""
+    slots = gpu_slots() if slots is None else slots
+    storage = instance.event_log_storage
+    if slots > 0 and storage.supports_global_concurrency_limits and \
+            storage.get_concurrency_info(GPU_POOL).slot_count != slots:
+        storage.set_concurrency_slots(GPU_POOL, slots)
+
+
 def get_instance() -> dg.DagsterInstance:
-    return dg.DagsterInstance.from_config(prepare_home())
+    instance = dg.DagsterInstance.from_config(prepare_home())
+    if not settings.production():  # production: the daemon's start sizes it (infra/docker-compose.yaml)
+        ensure_gpu_pool(instance)
+    return instance

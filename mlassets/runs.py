@@ -23,6 +23,7 @@ from mlassets.core.data.raw import check_partition_key
 from mlassets.core.records import Record, RecordFiles
 from mlassets.defs.factory import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
 
 LOCATION, REPOSITORY = "mlassets", "__repository__"  # workspace.yaml's code location, and its one repository
@@ -111,6 +112,6 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
 
 
 def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str) -> Run:
-    """Everything downstream of the raw data, for one data version."""
+    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``)."""
     register(cfg)
-    return execute(instance, pipeline_job_name(cfg), version)
+    return execute(instance, pipeline_job_name(cfg), version, tags=version_run_tags(cfg, version))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlassets.core import paths
-from mlassets.instance import prepare_home
+from mlassets.instance import get_instance, prepare_home
 
 READY_TIMEOUT_S = 300.0
 
@@ -114,6 +114,7 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
     except PortTaken as exc:
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
+    get_instance().dispose()  # the home and its dagster.yaml exist, and the `gpu` pool has its size
     env = {**os.environ, "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home())}
     env.setdefault("DAGSTER_WEBSERVER_URL", f"http://{host}:{port}")  # the links between the UIs
     env.setdefault("MLASSETS_MLFLOW_URL", f"http://{host}:{mlflow_port}")

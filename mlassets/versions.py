@@ -9,13 +9,13 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import raw_repo
-from mlassets.core.data.store import StoreError, VersionedStore, open_store
+from mlassets.core.data.store import VersionedStore, open_store
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.records import RecordError, RecordFiles
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.registry.record import RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.lookup import added_partitions
 from mlassets.defs.partitions import data_versions as versions_def
 
 
@@ -46,18 +46,10 @@ def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig,
         gate = _read(files, keys.gate_result, version, GateResult)
         registered = _read(files, keys.registered_model, version, RegisteredVersion)
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
-        out.append(VersionInfo(version=version, partitions=_added(store, cfg, version),
+        out.append(VersionInfo(version=version, partitions=added_partitions(store, cfg, version),
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
                                model_version=model, champion=live is not None and live.to_version == model))
     return out
-
-
-def _added(store: VersionedStore, cfg: PipelineConfig, version: str) -> list[str]:
-    try:
-        partition = store.get_commit(raw_repo(cfg), version).metadata.get("partition", "")
-    except StoreError:
-        return []
-    return [partition] if partition else []
 
 
 def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:

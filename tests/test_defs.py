@@ -30,6 +30,9 @@ EXPECTED = {
     "flights/champion": ("flights_registry", "flights_data_versions", ["flights/registered_model"], []),
     "flights/predictions": ("flights_serving", "flights_data_versions", ["flights/champion", "flights/features"], []),
     "flights/scaling_profile": ("flights_ops", "None", [], []),
+    "flights/drift_report": ("flights_monitoring", "flights_data_versions", ["flights/snapshot"], []),
+    "flights/decay": ("flights_monitoring", "None", ["flights/evaluation", "flights/registered_model"], []),
+    "flights/tuned_hparams": ("flights_tuning", "None", ["flights/features"], []),
 }
 
 
@@ -91,10 +94,18 @@ def test_partitions_and_blocking_checks(defs):
 
 
 def test_jobs_and_resources(defs):
-    assert {j.name for j in defs.resolve_all_job_defs()} >= {"flights_ingest", "flights_pipeline"}
+    assert {j.name for j in defs.resolve_all_job_defs()} >= {"flights_ingest", "flights_pipeline", "flights_monitor",
+                                                             "flights_tune"}
     pipeline = defs.resolve_job_def("flights_pipeline")
     selected = {k.to_user_string() for k in pipeline.asset_layer.executable_asset_keys}
-    assert selected == set(EXPECTED) - {"flights/raw_flights", "flights/scaling_profile"}  # ops: run on demand
+    assert selected == set(EXPECTED) - {"flights/raw_flights", "flights/scaling_profile", "flights/decay",
+                                        "flights/tuned_hparams"}  # the unpartitioned ones: run on demand
+    monitor = defs.resolve_job_def("flights_monitor")
+    assert {k.to_user_string() for k in monitor.asset_layer.executable_asset_keys} == {
+        "flights/snapshot", "flights/drift_report"}
+    assert {s.name for s in defs.sensors} == {"flights_new_data", "flights_drift_retrain", "mlassets_run_failures",
+                                              *(f"{d}_{s}" for d in ("orders", "orders_late")
+                                                for s in ("new_data", "drift_retrain"))}
     assert set(defs.resources) == {"store", "mlflow", "pipes", "io_manager"}
     assert all(j.executor_def.name == "in_process" for j in (pipeline, defs.resolve_job_def("flights_ingest")))
 

@@ -30,6 +30,11 @@ def mlflow_tracking_uri() -> str:
     return settings.service_env(settings.TRACKING_ENV) or f"sqlite:///{home() / 'mlflow.db'}"
 
 
+def optuna_storage() -> str:
+    """``$MLASSETS_OPTUNA_STORAGE`` (an RDB URL); embedded: sqlite in the home (production: it is required)."""
+    return settings.service_env("MLASSETS_OPTUNA_STORAGE") or f"sqlite:///{home() / 'optuna.db'}"
+
+
 def mlflow_artifact_root() -> str:
     """Where new experiments keep artifacts; "" in production with an MLflow server (the server decides)."""
     if settings.production():

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
-from collections.abc import Mapping, Sequence
+import os
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import mlflow
@@ -12,6 +17,28 @@ from mlassets.core import paths
 
 EXPERIMENT = "mlassets"
 CONFIG_ARTIFACT = "config/pipeline.json"  # the full recorded config of a training run (rebuild reads it)
+# The experiment's kind: training runs, not GenAI traces. MLflow 3.17's UI no longer opens an experiment by this
+# tag but by the reader's last "GenAI | Model training" choice (GenAI at first), so links also ask for the view.
+KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
+TRAINING_VIEW = "?workflowType=machine_learning"
+UI_ENV, UI_DEFAULT = "MLASSETS_MLFLOW_URL", "http://127.0.0.1:5000"
+
+
+@contextlib.contextmanager
+def _first_use(uri: str) -> Iterator[None]:
+    """Processes that open a new sqlite tracking store at once would each create and migrate its tables (and
+    fail on each other's columns): an exclusive lock beside the database file serializes that first open."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri.removeprefix("sqlite:///"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> str:
@@ -19,14 +46,46 @@ def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> 
 
     Never leave runs to MLflow's default experiment: with a sqlite store its artifacts go to ``./mlruns``.
     """
-    mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
-    existing = mlflow.get_experiment_by_name(experiment)
+    uri = tracking_uri or paths.mlflow_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    with _first_use(uri):  # the first client creates and migrates the sqlite tables; others wait for it
+        existing = mlflow.get_experiment_by_name(experiment)
     if existing is None:
         try:
-            mlflow.create_experiment(experiment, artifact_location=paths.mlflow_artifact_root())
+            mlflow.create_experiment(experiment, artifact_location=paths.mlflow_artifact_root(),
+                                     tags={KIND_TAG: KIND})
         except mlflow.exceptions.MlflowException:  # created concurrently
             pass
+    elif existing.tags.get(KIND_TAG) != KIND:  # made before the tag was set
+        mlflow.MlflowClient().set_experiment_tag(existing.experiment_id, KIND_TAG, KIND)
     return mlflow.set_experiment(experiment).experiment_id
+
+
+def ui_url() -> str:
+    """The MLflow UI's address for links: ``$MLASSETS_MLFLOW_URL``, else an http tracking server's, else the
+    one ``mlassets ui`` starts by default."""
+    base = os.environ.get(UI_ENV, "")
+    if not base:
+        uri = mlflow.get_tracking_uri()
+        base = uri if uri.startswith(("http://", "https://")) else UI_DEFAULT
+    return base.rstrip("/")
+
+
+def experiment_url(experiment_id: str) -> str:
+    """The experiment's training runs."""
+    return f"{ui_url()}/#/experiments/{experiment_id}/runs{TRAINING_VIEW}"
+
+
+def run_url(run_id: str, experiment_id: str = "") -> str:
+    """A run's page (without ``experiment_id`` MLflow finds the experiment, but drops the training view)."""
+    if not experiment_id:
+        return f"{ui_url()}/#/runs/{run_id}"
+    return f"{ui_url()}/#/experiments/{experiment_id}/runs/{run_id}{TRAINING_VIEW}"
+
+
+def model_version_url(name: str, version: str | int) -> str:
+    """A registered model version's page."""
+    return f"{ui_url()}/#/models/{urllib.parse.quote(name, safe='')}/versions/{version}{TRAINING_VIEW}"
 
 
 def flatten(prefix: str, value: Any) -> dict[str, str]:

@@ -1,14 +1,140 @@
-"""(being built)"""
+"""What starts runs with nobody at the keyboard, per dataset: new commits of the watched branch (either store
+backend), files dropped into the landing folder, and the retrain schedule. A failed run tells its owners
+(``failure_sensor``, one for the code location).
+
+Every request carries ``mlassets/trigger`` (new_data, landing, schedule) and the readable name of the data
+version; pipeline runs of one dataset that the daemon starts carry ``mlassets/serial`` (the embedded instance
+runs them one at a time, in the order requested).
+"""
+
+from __future__ import annotations
+
+import json
 
 import dagster as dg
 
+from mlassets.core.automation.commits import new_commits
+from mlassets.core.automation.landing import scan
+from mlassets.core.automation.policy import scheduled_retrain
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
+from mlassets.core.registry.promote import live_version
+from mlassets.defs.jobs import (
+    DELIVERY_TAG,
+    RETRAIN_TAG,
+    SERIAL_TAG,
+    TRIGGER_TAG,
+    ingest_job_name,
+    monitor_job_name,
+    pipeline_job_name,
+)
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.partitions import data_versions, raw_partitions
+from mlassets.defs.resources import StoreResource
+
+TRIGGER, RETRAIN, DELIVERY, SERIAL = TRIGGER_TAG, RETRAIN_TAG, DELIVERY_TAG, SERIAL_TAG
+VERSION = "mlassets/data_version"
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     return []
 
 
+def _status(on: bool) -> dg.DefaultSensorStatus:
+    return dg.DefaultSensorStatus.RUNNING if on else dg.DefaultSensorStatus.STOPPED
+
+
+def _has_run(instance: dg.DagsterInstance, job: str, partition: str) -> bool:
+    return instance.get_runs_count(dg.RunsFilter(job_name=job, tags={"dagster/partition": partition})) > 0
+
+
+def version_tags(cfg: PipelineConfig, version: str, partition: str = "") -> dict[str, str]:
+    return {VERSION: version[:12], "mlassets/partition": partition, SERIAL: cfg.dataset.name}
+
+
+def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
+    versions = data_versions(cfg)
+    job = pipeline_job_name(cfg) if cfg.automation.on_new_data else monitor_job_name(cfg)
+    what = "the pipeline" if cfg.automation.on_new_data else "the drift report"
+
+    @dg.sensor(name=f"{cfg.dataset.name}_new_data", job_name=job,
+               minimum_interval_seconds=cfg.automation.sensor_interval_s, default_status=_status(True),
+               description=f"Each new commit of {raw_repo(cfg)}@{WATCHED_BRANCH} becomes a data version, and "
+                           f"{what} runs for it (run key: the commit id; the cursor is the newest commit seen).")
+    def new_data(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
+        found = new_commits(store.open(), raw_repo(cfg), WATCHED_BRANCH, context.cursor)
+        if not found.cursor_found:
+            context.log.warning(f"cursor {context.cursor} is not in the history of {WATCHED_BRANCH}; "
+                                "handling every commit that has no run yet")
+        known = set(context.instance.get_dynamic_partitions(versions.name))
+        new = [c.id for c in found.commits if c.id not in known]
+        requests = [
+            dg.RunRequest(run_key=c.id, partition_key=c.id,
+                          tags={TRIGGER: "new_data", **version_tags(cfg, c.id, c.metadata.get("partition", ""))})
+            for c in found.commits if not _has_run(context.instance, job, c.id)
+        ]
+        return dg.SensorResult(run_requests=requests, cursor=found.head or context.cursor,
+                               dynamic_partitions_requests=[versions.build_add_request(new)] if new else [])
+
+    return new_data
+
+
+def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinition:
+    folder, op = cfg.automation.landing, keys.raw.to_python_identifier()
+
+    @dg.sensor(name=f"{cfg.dataset.name}_landing", job_name=ingest_job_name(cfg),
+               minimum_interval_seconds=cfg.automation.sensor_interval_s, default_status=_status(True),
+               description=f"A file or folder named by its partition key in {folder} is ingested once per content "
+                           "(a rejected delivery is reported by the run and never retried; the same file again "
+                           "is a no-op).")
+    def landing(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+        deliveries, ignored = scan(folder, cfg.dataset.partitions.pattern)
+        for entry in ignored:
+            if seen.get(f"ignored:{entry.name}") is None:
+                context.log.warning(f"landing: {entry.name}: {entry.reason}")
+                seen[f"ignored:{entry.name}"] = "logged"
+        fresh = [d for d in deliveries if seen.get(d.key) != d.fingerprint]
+        requests = [
+            dg.RunRequest(run_key=f"{d.key}:{d.fingerprint[:16]}", partition_key=d.key,
+                          run_config={"ops": {op: {"config": {"delivered": d.path}}}},
+                          tags={TRIGGER: "landing", DELIVERY: d.path, "mlassets/partition": d.key})
+            for d in fresh
+        ]
+        seen.update({d.key: d.fingerprint for d in fresh})
+        keys_new = [d.key for d in fresh if not context.instance.has_dynamic_partition(raw_partitions(cfg).name, d.key)]
+        return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True),
+                               dynamic_partitions_requests=[raw_partitions(cfg).build_add_request(keys_new)]
+                               if keys_new else [])
+
+    return landing
+
+
+def retrain_schedule(cfg: PipelineConfig) -> dg.ScheduleDefinition:
+    versions, job, auto = data_versions(cfg), pipeline_job_name(cfg), cfg.automation
+
+    @dg.schedule(name=f"{cfg.dataset.name}_retrain", cron_schedule=auto.schedule, job_name=job,
+                 execution_timezone=auto.timezone, default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description=f"Retrain on the newest data version ({auto.retrain}"
+                             + (f", a full retrain every {auto.full_retrain_every}" if auto.retrain != "full" else "")
+                             + ").")
+    def retrain(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        known = context.instance.get_dynamic_partitions(versions.name)
+        if not known:
+            return dg.SkipReason(f"{cfg.dataset.name} has no data version yet")
+        previous = context.instance.get_runs_count(dg.RunsFilter(job_name=job, tags={TRIGGER: "schedule"}))
+        policy = scheduled_retrain(auto, previous, live_version(cfg.model.registered_name) is not None)
+        return dg.RunRequest(run_key=f"retrain:{context.scheduled_execution_time.isoformat()}",
+                             partition_key=known[-1],
+                             tags={TRIGGER: "schedule", RETRAIN: policy, **version_tags(cfg, known[-1])})
+
+    return retrain
+
+
 def automation(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.SensorDefinition | dg.ScheduleDefinition]:
-    return []
+    out: list[dg.SensorDefinition | dg.ScheduleDefinition] = [new_data_sensor(cfg)]
+    if cfg.automation.landing:
+        out.append(landing_sensor(cfg, keys))
+    if cfg.automation.schedule:
+        out.append(retrain_schedule(cfg))
+    return out

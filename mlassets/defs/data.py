@@ -9,7 +9,7 @@ from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labe
 from mlassets.core.data.ingest import DataRejected, Ingested, ingest_partition
 from mlassets.core.data.raw import check_partition_key, main_table, partition_tables, raw_repo
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.lookup import run_metadata
+from mlassets.defs.lookup import run_metadata, store_link, version_metadata
 from mlassets.defs.partitions import data_versions, raw_partitions
 from mlassets.defs.resources import StoreResource
 
@@ -58,12 +58,14 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         for note in notes:
             context.log.warning(note)
         return dg.Output(ingested, data_version=dg.DataVersion(ingested.data_version), metadata={
+            **version_metadata(backend, cfg, ingested.data_version),
             "data_commit": ingested.data_version,
             "new_data_version": ingested.created,
             "parent_commit": ingested.parent,
             "rows": dg.MetadataValue.int(sum(ingested.rows.values())),
             **{f"rows_{table}": dg.MetadataValue.int(n) for table, n in ingested.rows.items()},
-            "store_uri": dg.MetadataValue.url(backend.uri(raw_repo(cfg), ingested.data_version)),
+            "store_uri": backend.uri(raw_repo(cfg), ingested.data_version),
+            "store_commit": store_link(backend, raw_repo(cfg), ingested.data_version),
             "checks": dg.MetadataValue.md("\n".join(f"- {o.name}: {o.message}" for o in ingested.checks)
                                           or ingested.message),
             "fault_injection": config.corrupt_slice or "none",

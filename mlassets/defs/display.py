@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 
@@ -11,17 +12,38 @@ _TEXT = ("slice", "value", "model", "rule", "reason", "check", "message")
 _INTS = ("n", "count", "bin", "rows", "failures")
 
 
+def round_for_display(value: float, digits: int = 4) -> float:
+    """``digits`` decimals, and at least ``digits`` significant digits for small numbers (0.0001235)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, max(digits, digits - 1 - math.floor(math.log10(abs(value)))))
+
+
 def number(value: float | None, digits: int = 4) -> dg.MetadataValue:
-    """A float for display: rounded to ``digits`` significant decimals; NaN and None show as empty."""
+    """A float for display (``round_for_display``: 19.31737020425067 -> 19.3174); NaN and None show as empty."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return dg.MetadataValue.text("")
-    return dg.MetadataValue.float(round(float(value), digits))
+    return dg.MetadataValue.float(round_for_display(float(value), digits))
+
+
+def rounded(value: Any, digits: int = 4) -> Any:
+    """Every float inside lists and mappings rounded for display (JSON metadata); NaN becomes None."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else round_for_display(value, digits)
+    if isinstance(value, Mapping):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v, digits) for v in value]
+    return value
+
+
+def json_value(value: Any) -> dg.MetadataValue:
+    """JSON metadata with its floats rounded for display."""
+    return dg.MetadataValue.json(rounded(value))
 
 
 def _cell(column: str, value: object) -> object:
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 4)
-    return value
+    return rounded(value) if isinstance(value, float) else value
 
 
 def table(records: Sequence[dict], columns: Sequence[str] | None = None) -> dg.TableMetadataValue:

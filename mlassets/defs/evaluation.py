@@ -17,6 +17,7 @@ from mlassets.core.train.mlflow_model import bundle_path
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
 
 _LATENCY = ("single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms", "rows_per_s")
@@ -73,7 +74,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         metrics overall and per slice with bootstrap intervals, latency and size (and calibration for binary
         models)."""
         version = candidate.provenance.data_commit
-        holdout = read_split(context.resources.store.open(), cfg, version, "holdout")
+        store = context.resources.store.open()
+        holdout = read_split(store, cfg, version, "holdout")
         live = promote.live_version(name)
         dirs = {"candidate": bundle_path(candidate.model_uri)}
         if live:
@@ -85,16 +87,18 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
                                      predictions_uri=uri, dropped_missing_target=features.dropped_missing_target)
         score.log_evaluation(result)
-        return dg.Output(result, metadata=evaluation_metadata(result))
+        return dg.Output(result, metadata={**version_metadata(store, cfg, version), **evaluation_metadata(result),
+                                           **active_run_links()})
 
     @dg.asset(key=keys.gate_result, partitions_def=versions_def, group_name="evaluation",
-              ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"mlflow"})
+              ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"store", "mlflow"})
     def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> dg.Output[GateResult]:
         """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices."""
         gate = evaluate_gate(cfg.gate, evaluation)
         mlflow.log_metric("gate_passed", float(gate.passed))
         for reason in gate.reasons():
             context.log.warning(f"gate: {reason}")
-        return dg.Output(gate, metadata=gate_metadata(gate))
+        names = version_metadata(context.resources.store.open(), cfg, context.partition_key)
+        return dg.Output(gate, metadata={**names, **gate_metadata(gate), **active_run_links()})
 
     return [evaluation, gate_result]

@@ -23,18 +23,12 @@ from mlassets.defs import (
     training,
     tuning,
 )
+from mlassets.defs.jobs import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions, raw_partitions
 
+__all__ = ["STAGES", "dataset_defs", "ingest_job_name", "pipeline_job_name", "pipeline_selection"]
 STAGES = (data, snapshot, features, training, evaluation, registry, serving, monitoring, tuning, ops, automation)
-
-
-def ingest_job_name(cfg: PipelineConfig) -> str:
-    return f"{cfg.dataset.name}_ingest"
-
-
-def pipeline_job_name(cfg: PipelineConfig) -> str:
-    return f"{cfg.dataset.name}_pipeline"
 
 
 def pipeline_selection(cfg: PipelineConfig, assets: list[dg.AssetsDefinition]) -> list[dg.AssetKey]:

@@ -7,7 +7,7 @@ from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.snapshot import Snapshot
 from mlassets.core.features.store import FeatureSet, write_features
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.lookup import run_metadata
+from mlassets.defs.lookup import run_metadata, store_link, version_metadata
 from mlassets.defs.partitions import data_versions
 from mlassets.defs.resources import StoreResource
 
@@ -20,11 +20,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         backend = store.open()
         result = write_features(backend, cfg, snapshot.commit, run_metadata(context))
         return dg.Output(result, metadata={
+            **version_metadata(backend, cfg, result.data_version),
             "data_commit": result.data_version,
             "parent_commit": snapshot.parent,
-            "store_uri": dg.MetadataValue.url(backend.uri(raw_repo(cfg), result.data_version)),
+            "store_uri": backend.uri(raw_repo(cfg), result.data_version),
+            "store_commit": store_link(backend, raw_repo(cfg), result.data_version),
             "features_commit": result.commit,
-            "manifest_uri": dg.MetadataValue.url(result.manifest_uri),
+            "manifest_uri": result.manifest_uri,
             "partitions_computed": ", ".join(result.computed) or "none",
             "partitions_reused": ", ".join(result.reused) or "none",
             **{f"rows_{split}": dg.MetadataValue.int(n) for split, n in result.rows.items()},

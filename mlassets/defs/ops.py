@@ -14,6 +14,7 @@ import dagster as dg
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.diagnose.scaling import measure
+from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_url
 
@@ -42,10 +43,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=2) + "\n")
         return dg.MaterializeResult(metadata={
-            "efficiency_per_doubling": dg.MetadataValue.float(result["efficiency_per_doubling"]),
-            **{f"samples_per_s_{n}_ranks": dg.MetadataValue.float(t) for n, t in result["throughput"].items()},
-            "checkpoint_stall_s": dg.MetadataValue.float(result["checkpoint_stall_s"]),
-            "restart_s": dg.MetadataValue.float(result["restart_s"]),
+            "efficiency_per_doubling": number(result["efficiency_per_doubling"]),
+            **{f"samples_per_s_{n}_ranks": number(t) for n, t in result["throughput"].items()},
+            "checkpoint_stall_s": number(result["checkpoint_stall_s"]),
+            "restart_s": number(result["restart_s"]),
             "machine": result["machine"],
             "path": dg.MetadataValue.path(str(path)),
             "dashboard": dg.MetadataValue.url(dashboard_url("scaling")),

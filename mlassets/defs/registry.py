@@ -1,4 +1,8 @@
-"""group registry: every candidate becomes a model version; only a passing one becomes champion."""
+"""group registry: every candidate becomes a model version; only a passing one becomes champion.
+
+A rejected candidate fails its run with the gate's reasons as the failure's first words (a ``dg.Failure`` raised
+after the blocking check ``gate_passed`` reports them), so the run's page and the check's history say why.
+"""
 
 from collections.abc import Iterator
 
@@ -11,53 +15,97 @@ from mlassets.core.registry import promote, versions
 from mlassets.core.registry.promotion import PromotionError
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion, RegistryRecord
 from mlassets.core.train.result import Candidate
+from mlassets.defs.display import table
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.partitions import data_versions
+from mlassets.defs.lookup import (
+    DAGSTER_URL_TAG,
+    MLFLOW_VERSION_NAME_TAG,
+    active_experiment_id,
+    mlflow_links,
+    run_url,
+    version_metadata,
+)
+from mlassets.defs.partitions import blocking_check, data_versions
+
+
+def rejection(name: str, version: str, label: str, gate: GateResult, live: str | None) -> str:
+    """Why a version may not become champion, reasons first: what a failed run and its check say."""
+    reasons = "; ".join(gate.reasons()) or "the gate failed"
+    stays = f"v{live}" if live else "none"
+    return f"gate rejected {label}: {reasons}. {name} version {version} has no passing gate result; the champion " \
+           f"stays {stays}."
+
+
+def check_result(name: str, version: str, label: str, gate: GateResult) -> dg.AssetCheckResult:
+    """``gate_passed`` for this partition: the verdict, and every failed rule with its value and limit."""
+    failed = [{"rule": r.name, "value": r.value, "limit": r.limit, "reason": r.reason} for r in gate.failures()]
+    text = f"v{version} · {label}: " + (gate.summary() if gate.passed else "; ".join(gate.reasons()) or "fail")
+    return dg.AssetCheckResult(
+        check_name="gate_passed", passed=gate.passed, severity=dg.AssetCheckSeverity.ERROR, description=text,
+        metadata={"data_version_name": label, "model_version": version,
+                  "failed_rules": table(failed, ["rule", "value", "limit", "reason"]),
+                  "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
+                  "gated_against": gate.gated_against, **mlflow_links(model=name, version=version)},
+    )
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     versions_def = data_versions(cfg)
     name = cfg.model.registered_name
-    gate_check = dg.AssetCheckSpec(
-        "gate_passed", asset=keys.registered_model, blocking=True,
-        description="the version's registry record holds a passing gate result; blocks promotion",
-    )
+    gate_check = blocking_check("gate_passed", keys.registered_model, versions_def,
+                                "the version's registry record holds a passing gate result; blocks promotion")
 
     @dg.asset(key=keys.registered_model, partitions_def=versions_def, group_name="registry",
               ins={"candidate": dg.AssetIn(keys.candidate_model), "gate": dg.AssetIn(keys.gate_result)},
-              check_specs=[gate_check], required_resource_keys={"mlflow"}, kinds={"mlflow"})
+              check_specs=[gate_check], required_resource_keys={"store", "mlflow"}, kinds={"mlflow"})
     def registered_model(context: dg.AssetExecutionContext, candidate: Candidate,
                          gate: GateResult) -> Iterator[object]:
         """The candidate as an MLflow model version whose tags are its registry record (provenance and gate
-        result); its input/output signature was recorded when the training run logged it."""
+        result), described for people; its input/output signature was recorded when the training run logged it."""
         record = RegistryRecord.of(candidate.provenance, context.run_id, gate)
-        version = versions.register(name, candidate.model_uri, record)
+        names = version_metadata(context.resources.store.open(), cfg, record.data_commit)
+        label, url = str(names["data_version_name"]), run_url(context.run_id)
+        version = versions.register(name, candidate.model_uri, record,
+                                    description=versions.describe(record, label, url),
+                                    links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label})
         if gate.passed:
             versions.set_alias(name, versions.CHALLENGER, version.version)
         mlflow.set_tag("registered_version", version.version)
         registered = RegisteredVersion(name=name, version=str(version.version), record=record)
         yield dg.Output(registered, metadata={
-            "model_name": name, "version": registered.version, "gate_passed": gate.passed,
+            **names, "model_name": name, "version": registered.version, "gate_passed": gate.passed,
             "data_commit": record.data_commit, "git_sha": record.git_sha, "gated_against": gate.gated_against,
+            **mlflow_links(record.mlflow_run_id, active_experiment_id(), name, registered.version),
         })
-        yield dg.AssetCheckResult(
-            check_name="gate_passed", passed=gate.passed, severity=dg.AssetCheckSeverity.ERROR,
-            description=f"version {registered.version}: {gate.summary()}",
-        )
+        yield check_result(name, registered.version, label, gate)
+        if not gate.passed:  # the step fails with the reasons, not with Dagster's "1 blocking asset check failed"
+            raise dg.Failure(description=rejection(name, registered.version, label, gate, promote.live_version(name)),
+                             metadata={"failed_rules": dg.MetadataValue.md(
+                                 "\n".join(f"- {r}" for r in gate.reasons()) or "-")}, allow_retries=False)
 
     @dg.asset(key=keys.champion, partitions_def=versions_def, group_name="registry",
-              ins={"registered": dg.AssetIn(keys.registered_model)}, required_resource_keys={"mlflow"},
+              ins={"registered": dg.AssetIn(keys.registered_model)}, required_resource_keys={"store", "mlflow"},
               kinds={"mlflow"})
     def champion(context: dg.AssetExecutionContext, registered: RegisteredVersion) -> dg.Output[ChampionDecision]:
         """Moves ``champion`` to this partition's version through the promotion log (``promotion: auto``),
-        only if its recorded gate passed against the champion that is still live; ``manual`` waits."""
-        version, gate = registered.version, registered.record.gate_result
+        only if its recorded gate passed against the champion that is still live; ``manual`` waits. An alias
+        moved outside mlassets (MLflow's own buttons) is reported and set back from the log first."""
+        version, record = registered.version, registered.record
+        gate = record.gate_result
+        names = version_metadata(context.resources.store.open(), cfg, record.data_commit)
+        meta = {**names, "model_name": name, "version": version, "data_commit": record.data_commit,
+                "gate_passed": gate.passed, "promotion": cfg.gate.promotion,
+                **mlflow_links(record.mlflow_run_id, active_experiment_id(), name, version)}
+        try:
+            repairs = promote.sync(name)  # the log is the truth: a disagreeing alias is reported, then repaired
+        except PromotionError as exc:
+            raise dg.Failure(str(exc), metadata=meta) from None
+        for line in repairs:
+            context.log.warning(line)
+        meta["alias_disagreement"] = dg.MetadataValue.md("\n".join(f"- {r}" for r in repairs) or "none")
         live = promote.live_version(name)
-        meta = {"model_name": name, "version": version, "data_commit": registered.record.data_commit,
-                "gate_passed": gate.passed, "promotion": cfg.gate.promotion}
         if not gate.passed:  # runs started by a sensor may not share the blocking check
-            raise dg.Failure(f"{name} version {version} has no passing gate result; the champion stays v{live}",
-                             metadata=meta)
+            raise dg.Failure(rejection(name, version, str(names["data_version_name"]), gate, live), metadata=meta)
         if cfg.gate.promotion == "manual" or live == version:
             note = "already champion" if live == version else "awaiting `mlassets promote` (promotion: manual)"
             decision = ChampionDecision(name=name, version=version, champion_version=live or "none", promoted=False,

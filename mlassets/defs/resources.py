@@ -13,6 +13,7 @@ from pydantic import Field
 from mlassets import settings
 from mlassets.core import tracking
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
+from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
 
 
@@ -50,6 +51,8 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     tracking.configure(context.resource_config.get("mlflow_tracking_uri"), context.resource_config["experiment_name"])
     resource = MlFlow(context)
     started = mlflow.active_run()
+    if started is not None and context.dagster_run is not None:  # named after its data version; links back
+        mlflow.set_tags(tags_for_dagster_run(context.dagster_run))
     try:
         yield resource
     finally:

@@ -8,8 +8,9 @@ import mlflow
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import read_split
+from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.lookup import run_metadata
+from mlassets.defs.lookup import mlflow_links, run_metadata, version_metadata
 from mlassets.defs.partitions import data_versions
 from mlassets.serving import NoChampion, PredictionSet, ServingError, load_champion, write_predictions
 
@@ -35,12 +36,14 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         rows = read_split(store, cfg, check_data_version(context.partition_key), "holdout")
         result = write_predictions(store, cfg, context.partition_key, model, rows, run_metadata(context))
         metadata: dict[str, object] = {
+            **version_metadata(store, cfg, context.partition_key),
             "model_name": name, "model_version": model.version, "serving_basis": model.basis,
             "data_commit": context.partition_key, "rows": dg.MetadataValue.int(result.rows),
-            "predictions_commit": result.commit, "uri": dg.MetadataValue.url(result.uri),
+            "predictions_commit": result.commit, "uri": result.uri,
+            **{f"{k}_link": v for k, v in mlflow_links(model=name, version=model.version).items()},
         }
         if result.mae is not None:
-            metadata["mae"] = dg.MetadataValue.float(result.mae)
+            metadata["mae"] = number(result.mae)
         yield dg.Output(result, metadata=metadata)
 
     return [predictions]

@@ -5,10 +5,11 @@ from collections.abc import Iterator
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import check_data_version
+from mlassets.core.data.raw import check_data_version, raw_repo
 from mlassets.core.data.snapshot import snapshot_version
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.partitions import data_versions
+from mlassets.defs.lookup import store_link, version_metadata
+from mlassets.defs.partitions import blocking_check, data_versions
 from mlassets.defs.resources import StoreResource
 
 CHECKS = {
@@ -22,11 +23,12 @@ CHECKS = {
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
-    specs = [dg.AssetCheckSpec(n, asset=keys.snapshot, blocking=True, description=d) for n, d in CHECKS.items()]
+    versions = data_versions(cfg)
+    specs = [blocking_check(n, keys.snapshot, versions, d) for n, d in CHECKS.items()]
 
     @dg.asset(
         key=keys.snapshot,
-        partitions_def=data_versions(cfg),
+        partitions_def=versions,
         group_name="snapshot",
         deps=[dg.AssetDep(keys.raw, partition_mapping=dg.AllPartitionMapping())],
         check_specs=specs,
@@ -34,15 +36,18 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     )
     def snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> Iterator[object]:
         """The data version (a store commit) this partition reads, validated before anything trains on it."""
-        report = snapshot_version(store.open(), cfg, check_data_version(context.partition_key))
+        backend = store.open()
+        report = snapshot_version(backend, cfg, check_data_version(context.partition_key))
         yield dg.Output(report, data_version=dg.DataVersion(report.commit), metadata={
+            **version_metadata(backend, cfg, report.commit),
             "data_commit": report.commit,
             "parent_commit": report.parent,
             "partitions": ", ".join(report.partitions),
             "new_partitions": ", ".join(report.new_partitions),
             "rows": dg.MetadataValue.int(report.rows),
             "rows_per_partition": dg.MetadataValue.json(report.rows_per_partition),
-            "store_uri": dg.MetadataValue.url(report.uri),
+            "store_uri": report.uri,
+            "store_commit": store_link(backend, raw_repo(cfg), report.commit),
         })
         for outcome in report.outcomes:
             yield dg.AssetCheckResult(

@@ -14,20 +14,27 @@ import mlflow
 import pandas as pd
 
 from mlassets.core import paths, tracking
+from mlassets.core.automation.policy import WARM_START
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.mlflow_dataset import log_data_version
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
+from mlassets.core.registry.promote import live_version
+from mlassets.core.registry.warm import verified_bundle
 from mlassets.core.train import metrics as run_log
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
 from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
 from mlassets.core.train.process import read_result
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
-from mlassets.defs.display import number
+from mlassets.core.tune.apply import tuned_config
+from mlassets.defs.display import json_value, number
+from mlassets.defs.jobs import RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
 from mlassets.defs.partitions import data_versions
 
+GPU_POOL = "gpu"
 TELEMETRY_KEYS = ("median_step_ms", "samples_per_s", "share_data_wait", "share_compute", "share_sync",
                   "share_optim", "share_checkpoint", "slowest_rank_median_step_ms")
 
@@ -36,7 +43,7 @@ def _checkpoint_metadata(result: TrainingResult, checkpoints: CheckpointSet) -> 
     kept = {"final": result.final_checkpoint, "best": result.best_checkpoint}
     listed = [{**c, "kept_as": ", ".join(k for k, path in kept.items() if path == c["path"])}
               for c in result.checkpoints]
-    return {"checkpoints": dg.MetadataValue.json(listed), "final_checkpoint": checkpoints.final_uri,
+    return {"checkpoints": json_value(listed), "final_checkpoint": checkpoints.final_uri,
             "best_checkpoint": checkpoints.best_uri, "store_commit": checkpoints.commit,
             "working_area": checkpoints.working_area, "resumed_from_step": result.resumed_from_step,
             "attempt": result.attempt, "steps": result.steps}
@@ -48,11 +55,21 @@ def _candidate_metadata(candidate: Candidate) -> dict[str, object]:
     return {
         f"val_{result.val_metric_name}": number(result.val_metric), "best_epoch": result.best_epoch,
         "world_size": result.environment.world_size, "steps": result.steps, "attempt": result.attempt,
-        "checkpoints": dg.MetadataValue.json(result.checkpoint_names()), "telemetry": dg.MetadataValue.json(telemetry),
+        "checkpoints": dg.MetadataValue.json(result.checkpoint_names()), "telemetry": json_value(telemetry),
         "model_uri": candidate.model_uri, "mlflow_run_id": prov.mlflow_run_id, "data_commit": prov.data_commit,
         "git_sha": prov.git_sha, "weights_sha256": prov.weights_sha256,
         **{f"telemetry_{k}": number(telemetry[k]) for k in TELEMETRY_KEYS if k in telemetry},
     }
+
+
+def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> str:
+    """The champion's version when the run asks for a warm start (``mlassets/retrain: warm_start``), else ''."""
+    if context.run.tags.get(RETRAIN_TAG) != WARM_START:
+        return ""
+    live = live_version(cfg.model.registered_name)
+    context.log.info(f"warm start from {cfg.model.registered_name} v{live}" if live else
+                     "warm start asked, but there is no champion: training from scratch")
+    return live or ""
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
@@ -70,6 +87,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         partitions_def=data_versions(cfg),
         required_resource_keys={"store", "pipes", "mlflow"},
         retry_policy=dg.RetryPolicy(max_retries=cfg.training.retries, delay=2),
+        pool=GPU_POOL,  # extra training steps wait for a slot (automation.gpu_slots) instead of oversubscribing
     )
     def training(context: dg.AssetExecutionContext, features: FeatureSet) -> Iterator[dg.Output]:
         """Train (resuming a failed attempt of this run), log to MLflow, commit final and best checkpoints."""
@@ -77,7 +95,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         run_key = (context.run.root_run_id or context.run_id)[:8]  # a re-execution resumes its root's run
         out_dir = paths.work_dir(cfg.dataset.name, "train", version[:16], run_key)
         store = context.resources.store.open()
-        job_path = prepare_job(store, cfg, version, out_dir)
+        warm_from = _warm_start_from(context, cfg)
+        init_bundle = verified_bundle(cfg.model.registered_name, warm_from) if warm_from else ""
+        run_cfg = tuned_config(cfg, keys.tuned_hparams.path)  # the newest tuned values unless the config pins them
+        job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
@@ -85,16 +106,20 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                                     extras=extras)
         result = read_result(out_dir)
         run_log.replay(out_dir, run_id)  # metrics of a run too short for rank 0 to have logged them
-        tracking.log_training(cfg.to_dict(), result.val_metric_name, result.val_metric, result.train_seconds)
+        tracking.log_training(run_cfg.to_dict(), result.val_metric_name, result.val_metric, result.train_seconds)
         log_data_version(cfg, version, {"train": result.n_train, "validation": result.n_val}, store)
         rows = pd.read_parquet(out_dir / "data" / "validation.parquet").head(20)
         model_uri = mlflow_model.log_model(result.model_dir, rows)  # with its input/output signature
-        candidate = Candidate(training=result, provenance=provenance(cfg, result, store.backend, run_id),
-                              model_uri=model_uri)
+        candidate = Candidate(training=result, model_uri=model_uri,
+                              provenance=provenance(run_cfg, result, store.backend, run_id, warm_start_from=warm_from))
+        names = version_metadata(store, cfg, version)  # the version's name: MLflow run name, metadata
         mlflow.set_tags({"data_commit": version, "git_sha": candidate.provenance.git_sha,
-                         "dataset": cfg.dataset.name})
+                         "dataset": cfg.dataset.name,
+                         **mlflow_run_tags(context.run_id, cfg.dataset.name, str(names["data_version_name"]))})
         checkpoints = commit_checkpoints(store, cfg, run_key, result, out_dir / "checkpoints")
-        yield dg.Output(checkpoints, output_name="checkpoints", metadata=_checkpoint_metadata(result, checkpoints))
-        yield dg.Output(candidate, output_name="candidate", metadata=_candidate_metadata(candidate))
+        yield dg.Output(checkpoints, output_name="checkpoints",
+                        metadata={**names, **_checkpoint_metadata(result, checkpoints)})
+        yield dg.Output(candidate, output_name="candidate",
+                        metadata={**names, **_candidate_metadata(candidate), **active_run_links()})
 
     return [training]

@@ -55,6 +55,9 @@ gate:
   absolute_max_metric: 25.0
   prediction_min: 0
   prediction_max: 1000
+automation:
+  landing: landing                     # a file <month>.csv dropped here is ingested, then the pipeline runs
+  sensor_interval_s: 5
 """
 
 
@@ -80,6 +83,7 @@ def write_example(directory: str | Path, months: int = 4, first: str = "2024-01"
     """Write ``data/sales_<month>.csv`` for ``months`` months and ``sales.yaml``; return the config's path."""
     root = Path(directory)
     (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "landing").mkdir(exist_ok=True)
     keys = [str(p) for p in pd.period_range(first, periods=months, freq="M")]
     for month in keys:
         month_of_sales(month).to_csv(root / "data" / f"sales_{month}.csv", index=False)

@@ -12,7 +12,8 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "mlassets" / "core"
-STAGES = ["data", "features", "train", "evaluate", "registry", "diagnose"]  # in pipeline order
+STAGES = ["data", "features", "train", "tune", "evaluate", "registry", "monitor", "diagnose",  # in pipeline order
+          "automation"]  # what starts runs: may look at every stage
 
 
 def _module(path: Path) -> str:

@@ -10,6 +10,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -56,17 +59,32 @@ def test_ui_fails_fast_when_a_port_is_taken(home: str, capsys) -> None:
     assert f"127.0.0.1:{port} is already in use (--port {port})" in capsys.readouterr().err
 
 
-def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
+@contextmanager
+def running_ui(home: str, log: Path) -> Iterator[tuple[subprocess.Popen, int, int]]:
+    """``mlassets ui`` over ``home`` on free ports, without the dashboard: (process, Dagster port, MLflow port).
+    Stopped with SIGTERM on its process group, as a terminal would; it must stop within a minute."""
     port, mlflow_port = _free_port(), _free_port()
-    env = {**os.environ, "MLASSETS_HOME": demo.home, "MLASSETS_DASHBOARD_PORT": "0"}
+    env = {**os.environ, "MLASSETS_HOME": home, "MLASSETS_DASHBOARD_PORT": "0"}
     env.pop("DAGSTER_HOME", None)
-    log = tmp_path / "ui.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mlassets.cli", "ui", "--port", str(port), "--mlflow-port", str(mlflow_port)],
             env=env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT,
         )
     try:
+        yield proc, port, mlflow_port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError("mlassets ui did not stop on SIGTERM") from None
+
+
+def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
+    log = tmp_path / "ui.log"
+    with running_ui(demo.home, log) as (proc, port, mlflow_port):
         deadline = time.monotonic() + 120
         graphql = f"http://127.0.0.1:{port}/graphql"
         nodes = _wait(graphql, {"query": ASSETS}, deadline, proc, log)["data"]["assetNodes"]
@@ -87,13 +105,6 @@ def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
         while "MLflow UI ready" not in log.read_text() or "Dagster UI ready" not in log.read_text():
             assert time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.5)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise AssertionError("mlassets ui did not stop on SIGTERM") from None
     assert proc.returncode is not None
 
 

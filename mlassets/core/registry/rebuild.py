@@ -30,6 +30,7 @@ from mlassets.core.data.store import open_store
 from mlassets.core.features.store import export_splits, write_features
 from mlassets.core.registry import versions
 from mlassets.core.registry.record import RegistryRecord
+from mlassets.core.registry.warm import verified_bundle
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.launch import prepare_job, train_command
 
@@ -86,7 +87,7 @@ def _git(*args: str) -> None:
         raise RebuildError(f"git {' '.join(args[:2])}: {result.stderr.strip()}")
 
 
-def _train_in_worktree(record: RegistryRecord, config: dict, scratch: Path) -> Path:
+def _train_in_worktree(record: RegistryRecord, config: dict, scratch: Path, init_bundle: str = "") -> Path:
     tree, out = scratch / "code", scratch / "out"
     _git("worktree", "add", "--detach", str(tree), record.git_sha)
     try:
@@ -96,6 +97,8 @@ def _train_in_worktree(record: RegistryRecord, config: dict, scratch: Path) -> P
         cmd = [sys.executable, "-m", "mlassets.core.registry.rebuild", "--worker", "--config",
                str(scratch / "config.json"), "--data-commit", record.data_commit, "--store", record.store_backend,
                "--out", str(out)]
+        if record.warm_start_from:  # it began from that version's weights: so does the rebuild
+            cmd += ["--init-bundle", init_bundle, "--warm-start-from", record.warm_start_from]
         done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RebuildError(f"training at {record.git_sha[:12]} failed:\n{done.stderr[-3000:]}")
@@ -113,7 +116,8 @@ def rebuild(name: str, version: str) -> RebuildReport:
     config = _config(record)
     scratch = Path(tempfile.mkdtemp(prefix="mlassets-rebuild-", dir=paths.work_dir("rebuild")))
     try:
-        out = _train_in_worktree(record, config, scratch)
+        init = verified_bundle(name, record.warm_start_from) if record.warm_start_from else ""
+        out = _train_in_worktree(record, config, scratch, init)
         holdout = pd.read_parquet(out / "data" / "holdout.parquet")
         bundle = versions.load_version_bundle(registered)
         original, rebuilt = bundle.predict(holdout), load_bundle(out / "model").predict(holdout)
@@ -130,13 +134,15 @@ def rebuild(name: str, version: str) -> RebuildReport:
 # ------------------------------------------------------------------ the worker, run with the recorded code
 
 
-def worker(config: dict, data_commit: str, backend: str, out: Path) -> Path:
+def worker(config: dict, data_commit: str, backend: str, out: Path, init_bundle: str = "",
+           warm_start_from: str = "") -> Path:
     """The pipeline's own path with this checkout's code: features from the store, then the training launcher."""
     cfg = parse_config(config)
     store = open_store(backend)  # the local root or lakeFS settings come from the environment, as in the pipeline
     write_features(store, cfg, data_commit, {"rebuild": "true"})  # reuses the cached frames of this code version
     export_splits(store, cfg, data_commit, out / "data", ("holdout",))
-    job_path = prepare_job(store, cfg, data_commit, out, config=config)
+    job_path = prepare_job(store, cfg, data_commit, out, config=config, init_bundle=init_bundle,
+                           warm_start_from=warm_start_from)
     env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
     env.pop("DAGSTER_PIPES_CONTEXT", None)
     subprocess.run(train_command(cfg.training.nproc, job_path), check=True, env=env, cwd=out)
@@ -150,9 +156,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-commit", required=True)
     parser.add_argument("--store", default="local", help="the store backend the record names")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--init-bundle", default="", help="a warm start: the bundle the record's model began from")
+    parser.add_argument("--warm-start-from", default="", help="... and its registered version")
     args = parser.parse_args(argv)
     config = json.loads(Path(args.config).read_text())
-    print(worker(config, args.data_commit, args.store, Path(args.out)))
+    print(worker(config, args.data_commit, args.store, Path(args.out), args.init_bundle, args.warm_start_from))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from mlassets.core.train.mlflow_model import bundle_path, signature_of
 
 CHAMPION = "champion"
 CHALLENGER = "challenger"
+DESCRIPTION_MAX = 5000  # what MLflow's stores keep of a description
 
 
 class RegistryError(LookupError):
@@ -29,8 +30,10 @@ def _client() -> mlflow.MlflowClient:
     return mlflow.MlflowClient()
 
 
-def register(name: str, model_uri: str, record: RegistryRecord) -> ModelVersion:
-    """A new version of ``name`` for the logged model, whose tags are ``record``."""
+def register(name: str, model_uri: str, record: RegistryRecord, *, description: str = "",
+             links: dict[str, str] | None = None) -> ModelVersion:
+    """A new version of ``name`` for the logged model, whose tags are ``record`` (and ``links``, e.g. the
+    Dagster run's URL, for people), described by ``description`` (see ``describe``)."""
     client = _client()
     try:
         client.get_registered_model(name)
@@ -38,7 +41,25 @@ def register(name: str, model_uri: str, record: RegistryRecord) -> ModelVersion:
         client.create_registered_model(name, description="Registered by mlassets; tags hold each record.")
     model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None  # a LoggedModel
     # its id too: an MLflow server refuses a LoggedModel's URI as a version's source without it (sqlite does not)
-    return client.create_model_version(name, model_uri, tags=record.to_tags(), model_id=model_id)
+    return client.create_model_version(name, model_uri, tags={**(links or {}), **record.to_tags()},
+                                       model_id=model_id, description=description[:DESCRIPTION_MAX] or None)
+
+
+def describe(record: RegistryRecord, version_name: str, dagster_run_url: str = "") -> str:
+    """A version's description in MLflow's UI (markdown): its data version by name, the gate's verdict with every
+    failed rule, and a link back to the Dagster run that registered it."""
+    gate = record.gate_result
+    against = f"champion v{gate.gated_against}" if gate.gated_against not in ("", "none") else "absolute thresholds"
+    lines = [f"**{record.dataset} · {version_name}**: trained on data commit `{record.data_commit}`.", ""]
+    if gate.passed:
+        notes = gate.summary().removeprefix("pass").lstrip("; ")  # rows left out, slices too small to judge
+        lines.append(f"Gate **passed** against {against}" + (f"; {notes}." if notes else "."))
+    else:
+        lines += [f"Gate **rejected** it against {against}:", *(f"- {r}" for r in gate.reasons() or ["failed"])]
+    run = record.dagster_run_id
+    lines += ["", f"Registered by Dagster run [{run[:8]}]({dagster_run_url})." if dagster_run_url
+              else f"Registered by Dagster run {run}."]
+    return "\n".join(lines)
 
 
 def record_of(version: ModelVersion) -> RegistryRecord:

@@ -17,6 +17,8 @@ class TrainJob:
     validation_path: str
     out_dir: str
     data_version: str
+    init_bundle: str = ""  # a warm start: the model bundle (folder) whose weights the network begins from
+    warm_start_from: str = ""  # ... and which registered version that is, as recorded ("" for a full retrain)
 
     @classmethod
     def from_json(cls, path: str | Path) -> TrainJob:

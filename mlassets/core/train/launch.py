@@ -19,10 +19,11 @@ from mlassets.core.train.result import CheckpointSet, Provenance, TrainingResult
 
 
 def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, out_dir: Path,
-                config: dict[str, Any] | None = None) -> Path:
+                config: dict[str, Any] | None = None, init_bundle: str = "", warm_start_from: str = "") -> Path:
     """Export the train and validation splits next to a job file; return the job file's path.
 
     ``config``: the config as recorded (a rebuild), when it should be handed on exactly as it was stored.
+    ``init_bundle``/``warm_start_from``: a warm start from that registered version's bundle.
     """
     files = export_splits(store, cfg, data_version, out_dir / "data", ("train", "validation"))
     job = TrainJob(
@@ -31,20 +32,24 @@ def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, o
         validation_path=str(files["validation"]),
         out_dir=str(out_dir),
         data_version=data_version,
+        init_bundle=init_bundle,
+        warm_start_from=warm_start_from,
     )
     path = out_dir / "job.json"
     job.to_json(path)
     return path
 
 
-def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, mlflow_run_id: str) -> Provenance:
+def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, mlflow_run_id: str,
+               warm_start_from: str = "") -> Provenance:
     """How a candidate was made: the reproducibility part of its registry record."""
     return Provenance(
         dataset=cfg.dataset.name, data_commit=result.data_version, source=cfg.dataset.source,
         store_backend=store_backend, git_sha=lineage.git_sha(), git_dirty=lineage.git_dirty(),
         config_hash=cfg.config_hash(), lock_hash=lineage.lock_hash(), seed=result.seed,
         environment=result.environment, weights_sha256=result.weights_sha256, mlflow_run_id=mlflow_run_id,
-        image_digest=os.environ.get("MLASSETS_IMAGE_DIGEST", ""),
+        image_digest=os.environ.get("MLASSETS_IMAGE_DIGEST", ""), warm_start_from=warm_start_from,
+        owners=list(cfg.automation.owners),
     )
 
 

@@ -15,7 +15,7 @@ import torch
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.train import distributed as dd
-from mlassets.core.train.artifact import build_model
+from mlassets.core.train.artifact import build_model, load_bundle
 from mlassets.core.train.checkpoint import PREFIX, Checkpointer, best_checkpoint, list_checkpoints, step_dirs
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.loader import TabularData, build_loader
@@ -24,6 +24,7 @@ from mlassets.core.train.objectives import LOSSES, VAL_METRIC, resolve_loss, val
 from mlassets.core.train.profiling import start_profiler
 from mlassets.core.train.state import Progress, capture, load_model_weights, restore, resume_key
 from mlassets.core.train.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
+from mlassets.core.train.warm_start import mapped_state
 
 EVAL_BATCH = 65536
 
@@ -38,7 +39,8 @@ class Trainer:
     """One rank's view of a training run; every rank builds the same objects in the same order."""
 
     def __init__(self, cfg: PipelineConfig, data: TabularData, env: dd.DistEnv, out_dir: Path,
-                 log: Callable[[str], None], sink: MetricsSink, data_version: str, attempt: int) -> None:
+                 log: Callable[[str], None], sink: MetricsSink, data_version: str, attempt: int,
+                 init_bundle: str = "") -> None:
         tr = self.tr = cfg.training
         self.cfg, self.data, self.env, self.log, self.sink = cfg, data, env, log, sink
         self.task = cfg.dataset.task
@@ -47,6 +49,8 @@ class Trainer:
         self.bf16 = tr.precision == "bf16" and self.cuda
         self.model_config = asdict(cfg.model)
         self.module = build_model(self.model_config, data.pre.cardinalities, len(data.pre.numeric))
+        if init_bundle:  # a warm start; every rank maps the same bundle onto the same seeded module
+            self._warm_start(init_bundle)
         self.faults = Faults(tr.faults, env.rank, out_dir / "faults")
         self.timer = SyncTimer(env.world_size, self.faults.allreduce_delay_s, self.cuda)
         self.model = dd.parallelize(self.module, env, tr.sharding, self.timer)
@@ -68,6 +72,11 @@ class Trainer:
         self._loss = torch.zeros((), dtype=torch.float64, device=env.device)
         self._last_save = time.monotonic()
         self.loop_seconds = self.validation_seconds = 0.0
+
+    def _warm_start(self, bundle_dir: str) -> None:
+        state, kept = mapped_state(load_bundle(bundle_dir), self.data.pre, self.module)
+        self.module.load_state_dict(state)
+        self.log(f"warm start from {bundle_dir}" + (f"; seeded (shape changed): {', '.join(kept)}" if kept else ""))
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()

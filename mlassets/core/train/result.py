@@ -81,6 +81,8 @@ class Provenance(Record):
     weights_sha256: str
     mlflow_run_id: str
     image_digest: str = ""  # the training container's image, when it ran in one
+    warm_start_from: str = ""  # the registered version whose weights it began from ("": trained from scratch)
+    owners: list[str] = field(default_factory=list)  # the dataset's owners when it was trained
 
 
 @dataclass(frozen=True, kw_only=True)

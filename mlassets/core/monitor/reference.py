@@ -1,0 +1,68 @@
+"""What drift compares: the rows a data version adds, and the champion's training rows.
+
+The champion is the promotion log's live version; its registry record names the data commit it trained on, and
+that version's train split (the features manifest in the derived repository) is the reference. The new rows are
+built from the raw tables of the partitions the version added, with the source's ``build_frame``, so that a
+report needs neither features nor training of the new version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.data.raw import partition_objects, raw_repo, read_frame
+from mlassets.core.data.store import NotFound, VersionedStore
+from mlassets.core.features.split import feature_columns, partition_frame
+from mlassets.core.features.store import read_split
+from mlassets.core.monitor.drift import DriftReport, drift_report, no_champion
+from mlassets.core.registry import promote, versions
+
+
+@dataclass(frozen=True)
+class Champion:
+    version: str
+    data_commit: str  # the data version it trained on
+
+
+def live_champion(cfg: PipelineConfig) -> Champion | None:
+    """The live champion (by the promotion log) and its data commit (by its registry record); None before one."""
+    name = cfg.model.registered_name
+    live = promote.live_version(name)
+    if live is None:
+        return None
+    return Champion(live, versions.record_of(versions.get_version(name, live)).data_commit)
+
+
+def new_rows(store: VersionedStore, cfg: PipelineConfig, commit: str, partitions: Sequence[str]) -> pd.DataFrame:
+    """The rows of ``partitions`` at ``commit``, built by the dataset's source, reduced to the feature columns."""
+    repo, objects = raw_repo(cfg), partition_objects(store, cfg, commit)
+    missing = [p for p in partitions if p not in objects]
+    if missing:
+        raise ValueError(f"drift: data version {commit} holds no partition {missing[0]!r}")
+    frames = [partition_frame({t: read_frame(store, repo, commit, path) for t, path in objects[p].items()}, cfg)
+              for p in partitions]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=feature_columns(cfg))
+
+
+def reference_rows(store: VersionedStore, cfg: PipelineConfig, champion: Champion) -> pd.DataFrame:
+    """The champion's training rows: the train split of the data version it was trained on."""
+    try:
+        return read_split(store, cfg, champion.data_commit, "train")
+    except NotFound:
+        raise ValueError(f"drift: the features of data version {champion.data_commit} (champion v{champion.version}'s "
+                         "training data) are not in the derived repository; materialize its features first") from None
+
+
+def version_drift(store: VersionedStore, cfg: PipelineConfig, commit: str, partitions: Sequence[str]) -> DriftReport:
+    """The drift report of data version ``commit``, whose new partitions are ``partitions``."""
+    rows = new_rows(store, cfg, commit, partitions)
+    champion = live_champion(cfg)
+    if champion is None:
+        return no_champion(commit, list(partitions), len(rows))
+    return drift_report(reference_rows(store, cfg, champion), rows, cfg, data_version=commit,
+                        new_partitions=list(partitions), champion_version=champion.version,
+                        reference_data_version=champion.data_commit)

@@ -1,0 +1,65 @@
+"""A failed run tells the owners of its dataset which step failed and why: a line in the alerts log
+(``$MLASSETS_HOME/alerts/alerts.jsonl``) and the sensor's log always, a webhook POST when
+``$MLASSETS_ALERT_WEBHOOK`` is set. A blocking check that failed (the gate, validation) stopped the run: it is
+named with its description, the reason."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from mlassets.core import paths
+from mlassets.core.automation.alerts import Alert, post, record
+from mlassets.core.config import PipelineConfig
+from mlassets.defs.jobs import dataset_of_job
+from mlassets.defs.lookup import run_url
+
+SENSOR = "mlassets_run_failures"
+
+
+def alerts_log() -> str:
+    return str(paths.home() / "alerts" / "alerts.jsonl")
+
+
+def _failed_check(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+    for rec in records:
+        evaluation = rec.event_log_entry.dagster_event.event_specific_data
+        if evaluation is not None and not evaluation.passed:
+            name = f"check {evaluation.asset_key.to_user_string()}:{evaluation.check_name}"
+            return name, evaluation.description or "failed"
+    return None
+
+
+def _failed_step(context: dg.RunFailureSensorContext) -> tuple[str, str]:
+    for event in context.get_step_failure_events():
+        data = event.step_failure_data
+        text = data.user_failure_data.description if data and data.user_failure_data else ""
+        error = data.error if data else None
+        while not text and error is not None:
+            text, error = (error.message.strip() if error.cause is None else ""), error.cause
+        return event.step_key or "a step", (text or "failed").splitlines()[0][:2000]
+    return "the run", context.failure_event.message or "failed"
+
+
+def describe(context: dg.RunFailureSensorContext, configs: list[PipelineConfig]) -> Alert:
+    run = context.dagster_run
+    owners = {c.dataset.name: list(c.automation.owners) for c in configs}
+    dataset = dataset_of_job(run.job_name, list(owners))
+    step, reason = _failed_check(context.instance, run.run_id) or _failed_step(context)
+    return Alert(job=run.job_name, run_id=run.run_id, partition=run.tags.get("dagster/partition", ""), step=step,
+                 reason=reason, owners=owners.get(dataset or "", ["(no owner: not a dataset's job)"]),
+                 run_url=run_url(run.run_id), tags={k: v for k, v in run.tags.items() if k.startswith("mlassets/")})
+
+
+def failure_sensor(configs: list[PipelineConfig]) -> dg.SensorDefinition:
+    @dg.run_failure_sensor(name=SENSOR, default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=5,
+                           description="Tells the owners of a dataset which step of its failed run failed, and why.")
+    def run_failures(context: dg.RunFailureSensorContext) -> None:
+        alert = describe(context, configs)
+        record(alert, alerts_log())
+        context.log.error(alert.line())
+        problem = post(alert)
+        if problem:
+            context.log.warning(f"alert for run {alert.run_id[:8]}: {problem}")
+
+    return run_failures

@@ -1,0 +1,126 @@
+"""The sensors and the schedule evaluated directly, with a real instance and a real store: what they request,
+that nothing is requested twice, that a restarted cursor continues, and that a failed run alerts its owners."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+import yaml
+
+from mlassets.core.config import PipelineConfig, load_config
+from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
+from mlassets.core.data.store import open_store
+from mlassets.defs.alerts import alerts_log, failure_sensor
+from mlassets.defs.automation import automation
+from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.resources import StoreResource
+from mlassets.examples.sales import write_example
+from mlassets.instance import get_instance
+
+
+@pytest.fixture
+def cfg(home: str, tmp_path: Path) -> PipelineConfig:
+    config = write_example(tmp_path / "sales", months=3)
+    data = yaml.safe_load(config.read_text())
+    data["automation"] = {"landing": "landing", "schedule": "0 3 * * 1", "retrain": "warm_start",
+                          "full_retrain_every": 2, "owners": ["ana@example.com"]}
+    config.write_text(yaml.safe_dump(data))
+    return load_config(config)
+
+
+def _defs(cfg: PipelineConfig) -> dict[str, dg.SensorDefinition | dg.ScheduleDefinition]:
+    return {d.name: d for d in automation(cfg, DatasetKeys.of(cfg))}
+
+
+def _tick(sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"store": StoreResource()}) as context:
+        return sensor(context)
+
+
+def test_each_new_commit_becomes_a_data_version_and_one_run_in_order(cfg: PipelineConfig) -> None:
+    sensor, instance, store = _defs(cfg)["sales_new_data"], get_instance(), open_store()
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING and sensor.job_name == "sales_pipeline"
+    assert _tick(sensor, instance, None).run_requests == []  # no repository yet
+    store.create_repo(raw_repo(cfg), default_branch=WATCHED_BRANCH)
+    first = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-01.parquet": b"1"}, "Ingest",
+                         {"partition": "2024-01"}).id
+    result = _tick(sensor, instance, None)
+    assert [(r.run_key, r.partition_key) for r in result.run_requests] == [(first, first)]
+    assert result.run_requests[0].tags["mlassets/trigger"] == "new_data"
+    assert result.run_requests[0].tags["mlassets/partition"] == "2024-01"
+    assert result.dynamic_partitions_requests[0].partition_keys == [first] and result.cursor == first
+    assert _tick(sensor, instance, result.cursor).run_requests == []  # re-evaluation requests nothing
+    second = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-02.parquet": b"2"}, "Ingest").id
+    third = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-03.parquet": b"3"}, "Ingest").id
+    restarted = _tick(sensor, instance, result.cursor)  # a new daemon: only the cursor is carried over
+    assert [r.partition_key for r in restarted.run_requests] == [second, third] and restarted.cursor == third
+
+
+def test_without_on_new_data_a_commit_runs_the_drift_report_only(cfg: PipelineConfig) -> None:
+    off = dataclasses.replace(cfg, automation=dataclasses.replace(cfg.automation, on_new_data=False))
+    assert _defs(off)["sales_new_data"].job_name == "sales_monitor"
+
+
+def test_a_delivery_is_ingested_once_per_content_and_a_bad_name_is_only_logged(cfg: PipelineConfig) -> None:
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    shutil.rmtree(landing)
+    assert _tick(sensor, instance, None).run_requests == []  # no folder yet: nothing
+    landing.mkdir()
+    shutil.copy(Path(cfg.dataset.path.replace("{partition}", "2024-01")), landing / "2024-01.csv")
+    (landing / "january.csv").write_text("x")
+    result = _tick(sensor, instance, None)
+    (request,) = result.run_requests
+    assert request.partition_key == "2024-01" and request.tags["mlassets/trigger"] == "landing"
+    assert request.run_config == {"ops": {"sales__raw_sales": {"config": {"delivered": str(landing / "2024-01.csv")}}}}
+    assert result.dynamic_partitions_requests[0].partition_keys == ["2024-01"]
+    assert _tick(sensor, instance, result.cursor).run_requests == []  # the same file: never again (nor retried)
+    frame = pd.read_csv(landing / "2024-01.csv", dtype=str)
+    frame.loc[3, "units"] = "12.0"
+    frame.to_csv(landing / "2024-01.csv", index=False)
+    changed = _tick(sensor, instance, result.cursor).run_requests
+    assert [r.partition_key for r in changed] == ["2024-01"] and changed[0].run_key != request.run_key
+    assert json.loads(result.cursor)["ignored:january.csv"] == "logged"  # said once, not at every tick
+
+
+def test_the_schedule_retrains_the_newest_version_with_the_policy(cfg: PipelineConfig) -> None:
+    schedule, instance = _defs(cfg)["sales_retrain"], get_instance()
+    assert schedule.cron_schedule == "0 3 * * 1" and schedule.execution_timezone == "UTC"
+    when = datetime.datetime(2024, 4, 1, 3, tzinfo=datetime.UTC)
+    skipped = schedule(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert isinstance(skipped, dg.SkipReason) and "no data version yet" in skipped.skip_message
+    instance.add_dynamic_partitions("sales_data_versions", ["a" * 64, "b" * 64])
+    request = schedule(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert request.partition_key == "b" * 64 and request.tags["mlassets/trigger"] == "schedule"
+    assert request.tags["mlassets/retrain"] == "full"  # no champion yet: nothing to start from
+    assert request.run_key == f"retrain:{when.isoformat()}"
+
+
+def test_a_failed_run_tells_the_owners_which_step_failed_and_why(cfg: PipelineConfig, monkeypatch) -> None:
+    from mlassets.runs import IngestFailed, ingest
+
+    monkeypatch.delenv("MLASSETS_ALERT_WEBHOOK", raising=False)
+    instance = get_instance()
+    bad = Path(cfg.dataset.path.replace("{partition}", "2024-01"))
+    frame = pd.read_csv(bad, dtype=str)
+    frame.loc[3, "units"] = "88 units"
+    frame.to_csv(bad, index=False)
+    with pytest.raises(IngestFailed):
+        ingest(instance, cfg, "2024-01")
+    (run,) = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+    failure = next(e.dagster_event for e in instance.all_logs(run.run_id) if e.dagster_event and
+                   e.dagster_event.event_type == dg.DagsterEventType.RUN_FAILURE)
+    context = dg.build_run_status_sensor_context(sensor_name="mlassets_run_failures", dagster_event=failure,
+                                                 dagster_instance=instance, dagster_run=run).for_run_failure()
+    failure_sensor([cfg])(context)
+    (line,) = [json.loads(x) for x in Path(alerts_log()).read_text().splitlines()]
+    assert line["owners"] == ["ana@example.com"] and line["step"] == "sales__raw_sales"
+    assert "'units'" in line["reason"] and "88 units" in line["reason"] and line["run_id"] == run.run_id
+    assert line["text"].startswith(f"run {run.run_id[:8]} of sales_ingest partition 2024-01 failed at sales__raw_sales")

@@ -1,0 +1,141 @@
+"""The story a user clicks through after the demo, in a real browser (Debian's Chromium through Playwright) against
+``mlassets ui``: runs named by data version -> the champion's month and its links -> the MLflow model version and
+run, which link back -> the failed month's run and the gate's reasons -> the gate check's history by partition.
+
+Screenshots go to ``$MLASSETS_TEST_OUTPUT/ui-story/`` (default ``build/test-output/ui-story/``, git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import mlflow
+import pytest
+
+from mlassets.core import tracking
+from mlassets.core.registry import versions as registry
+from tests.defs.conftest import Demo
+from tests.defs.test_ui import _wait, running_ui
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+OUTPUT = Path(os.environ.get("MLASSETS_TEST_OUTPUT", REPO / "build" / "test-output")) / "ui-story"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+WAIT_MS = 60_000
+
+
+def _label(demo: Demo, row: int) -> str:
+    return f"{demo.rows[row].month} · {demo.rows[row].data_version[:8]}"
+
+
+def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> None:
+    """What the browser shows, read from the stores: run tags, MLflow names and descriptions, the check's partition."""
+    tracking.configure()
+    for i, row in enumerate(demo.rows):
+        tags = demo.instance.get_run_by_id(row.run_id).tags
+        assert tags["mlassets/version_name"] == _label(demo, i) and tags["dagster/partition"] == row.data_version
+        version = registry.get_version(demo.cfg.model.registered_name, i + 1)
+        assert version.description.startswith(f"**flights · {_label(demo, i)}**")
+        assert version.tags["dagster_run_url"].endswith(f"/runs/{row.run_id}")
+        run = mlflow.get_run(version.tags["mlflow_run_id"])
+        assert run.info.run_name == f"flights · {_label(demo, i)}"
+        assert run.data.tags["dagster_run_url"] == version.tags["dagster_run_url"]
+    broken = demo.rows[2]
+    assert "Gate **rejected**" in registry.get_version(demo.cfg.model.registered_name, 3).description
+    checks = [e.dagster_event.event_specific_data for e in demo.instance.all_logs(broken.run_id)
+              if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert checks and {c.partition for c in checks} == {broken.data_version}  # the history's Partition column
+    gate = next(c for c in checks if c.check_name == "gate_passed")
+    assert not gate.passed and gate.description.startswith(f"v3 · {_label(demo, 2)}: ")
+    failures = [e.dagster_event for e in demo.instance.all_logs(broken.run_id, dg.DagsterEventType.STEP_FAILURE)]
+    description = failures[0].step_failure_data.user_failure_data.description
+    assert description.startswith(f"gate rejected {_label(demo, 2)}: ") and "slice carrier=UA" in description
+
+
+@pytest.fixture
+def ui(demo: Demo, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """``mlassets ui`` over the demo's stack (no dashboard): (Dagster URL, MLflow URL) once both answer."""
+    log = tmp_path / "ui.log"
+    with running_ui(demo.home, log) as (proc, port, mlflow_port):
+        deadline = time.monotonic() + 120
+        _wait(f"http://127.0.0.1:{port}/graphql", {"query": "{ version }"}, deadline, proc, log)
+        _wait(f"http://127.0.0.1:{mlflow_port}/api/2.0/mlflow/experiments/search?max_results=1", None, deadline, proc,
+              log)
+        yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{mlflow_port}"
+
+
+def _here(href: str, base: str) -> str:
+    """A link recorded in the demo (whose UIs were configured elsewhere), pointed at this test's UI."""
+    return base + "/" + href.split("/", 3)[3]
+
+
+def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        message = "no chromium on PATH and none could be installed (make test installs Debian's chromium as root)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (it is pinned in requirements.lock: make test installs it)")
+    dagster, mlflow_ui = ui
+    live = int(demo.champions[-1])
+    champion, broken = _label(demo, live - 1), _label(demo, 2)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1800, "height": 1100})
+            shot = lambda name: page.screenshot(path=str(OUTPUT / f"{name}.png"))  # noqa: E731
+
+            page.goto(f"{dagster}/runs")  # every pipeline run is tagged with its version's name
+            expect(page.get_by_text(f"mlassets/version_name: {broken}").first).to_be_visible(timeout=WAIT_MS)
+            shot("01-runs-by-version-name")
+
+            page.goto(f"{dagster}/assets/flights/champion")  # the champion: its month, and links to MLflow
+            expect(page.get_by_text(champion, exact=True).first).to_be_visible(timeout=WAIT_MS)
+            model_link = page.locator(f"a[href*='/#/models/flights_arr_delay/versions/{live}?']").first
+            run_link = page.locator("a[href*='/#/experiments/'][href*='/runs/']").first
+            expect(model_link).to_be_visible()
+            model_href, run_href = model_link.get_attribute("href"), run_link.get_attribute("href")
+            shot("02-champion-month-and-links")
+
+            page.goto(_here(model_href, mlflow_ui))  # the model version: described, linking back to Dagster
+            expect(page.get_by_text("Registered by Dagster run").first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text(f"flights · {champion}").first).to_be_visible()
+            shot("03-mlflow-model-version")
+
+            page.goto(_here(run_href, mlflow_ui))  # its training run: named by version, linking back
+            back = page.locator("a[href*='/runs/']", has_text=demo.rows[live - 1].run_id[:8]).first
+            expect(back).to_be_visible(timeout=WAIT_MS)
+            assert back.get_attribute("href").endswith(f"/runs/{demo.rows[live - 1].run_id}")
+            shot("04-mlflow-run-links-to-dagster")
+
+            page.locator("a[href*='/runs?workflowType=machine_learning']").first.click()  # all training runs
+            for i in range(len(demo.rows)):
+                expect(page.get_by_text(f"flights · {_label(demo, i)}").first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text(f"dagster run {demo.rows[2].run_id[:8]}").first).to_be_visible()
+            shot("05-mlflow-training-runs")
+
+            page.goto(f"{dagster}/runs/{demo.rows[2].run_id}")  # why the broken month was rejected
+            expect(page.get_by_text(f"gate rejected {broken}").first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("slice carrier=UA", exact=False).first).to_be_visible()
+            shot("06-rejected-run-says-why")
+
+            page.goto(f"{dagster}/assets/flights/registered_model?view=checks")  # the check's history, by partition
+            page.get_by_text("Execution history", exact=True).click()
+            expect(page.get_by_text(demo.rows[2].data_version).first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text(f"v3 · {broken}:").first).to_be_visible()
+            shot("07-gate-check-history-by-partition")
+        finally:
+            browser.close()
+    assert len(list(OUTPUT.glob("0*.png"))) >= 7
