@@ -8,7 +8,7 @@ promotion log holds a forced promotion of it with a reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import mlflow
@@ -98,15 +98,22 @@ def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog 
 
 
 def write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,
-                      rows: pd.DataFrame, metadata: Mapping[str, str] | None = None) -> PredictionSet:
-    """Score ``rows`` and commit key columns + prediction to the dataset's derived repository.
+                      rows: pd.DataFrame | Callable[[], pd.DataFrame],
+                      metadata: Mapping[str, str] | None = None) -> PredictionSet:
+    """Score ``rows`` (or what ``rows()`` reads) and commit key columns + prediction to the dataset's derived
+    repository.
 
-    Traced (OpenTelemetry): a ``batch_inference`` span with ``preprocessing``, ``model`` and ``write`` under it,
-    recorded in ``$MLASSETS_HOME/traces/serving.jsonl`` for the dashboard's serving-latency page.
+    Traced (OpenTelemetry): a ``batch_inference`` span with ``read`` (when given a reader), ``preprocessing``,
+    ``model`` and ``write`` under it, recorded in ``$MLASSETS_HOME/traces/serving.jsonl`` for the dashboard's
+    serving-latency page.
     """
     spans.enable(paths.home() / "traces" / "serving.jsonl")
-    with _TRACER.start_as_current_span("batch_inference", attributes={"model": model.name, "rows": len(rows),
-                                                                      "version": model.version}):
+    with _TRACER.start_as_current_span("batch_inference", attributes={"model": model.name,
+                                                                      "version": model.version}) as span:
+        if callable(rows):
+            with _TRACER.start_as_current_span("read"):
+                rows = rows()
+        span.set_attribute("rows", len(rows))
         return _write_predictions(store, cfg, data_version, model, rows, metadata)
 
 

@@ -17,7 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlassets.core import paths
+from mlassets import settings
+from mlassets.core import paths, tracking
 from mlassets.instance import get_instance, prepare_home
 
 READY_TIMEOUT_S = 300.0
@@ -107,6 +108,14 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             proc.kill()
 
 
+def _training_runs_link(host: str, mlflow_port: int) -> str:
+    """The experiment's training runs in the MLflow UI this starts (its bare address opens MLflow's GenAI view)."""
+    if not mlflow_port or settings.production():
+        return ""
+    experiment = tracking.configure()
+    return f"http://{host}:{mlflow_port}/#/experiments/{experiment}/runs?workflowType=machine_learning"
+
+
 def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) -> int:
     """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died."""
     try:
@@ -115,6 +124,7 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
     get_instance().dispose()  # the home and its dagster.yaml exist, and the `gpu` pool has its size
+    runs_link = _training_runs_link(host, mlflow_port)
     env = {**os.environ, "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home())}
     env.setdefault("DAGSTER_WEBSERVER_URL", f"http://{host}:{port}")  # the links between the UIs
     env.setdefault("MLASSETS_MLFLOW_URL", f"http://{host}:{mlflow_port}")
@@ -135,6 +145,8 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
             for server in [s for s in waiting if _answers(s.url + s.health)]:
                 waiting.pop(server)
                 print(f"{server.name} ready: {server.url} ({time.monotonic() - started:.0f} s)", flush=True)
+                if server.name == "MLflow UI" and runs_link:
+                    print(f"  training runs: {runs_link}", flush=True)
             if waiting and time.monotonic() - started > READY_TIMEOUT_S:
                 print(f"mlassets ui: error: {', '.join(s.name for s in waiting)} did not answer within "
                       f"{READY_TIMEOUT_S:.0f} s", file=sys.stderr)

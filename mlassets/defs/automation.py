@@ -29,11 +29,11 @@ from mlassets.defs.jobs import (
     pipeline_job_name,
 )
 from mlassets.defs.keys import DatasetKeys
+from mlassets.defs.lookup import DATASET_TAG, PARTITIONS_TAG, version_run_tags
 from mlassets.defs.partitions import data_versions, raw_partitions
 from mlassets.defs.resources import StoreResource
 
 TRIGGER, RETRAIN, DELIVERY, SERIAL = TRIGGER_TAG, RETRAIN_TAG, DELIVERY_TAG, SERIAL_TAG
-VERSION = "mlassets/data_version"
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
@@ -48,8 +48,11 @@ def _has_run(instance: dg.DagsterInstance, job: str, partition: str) -> bool:
     return instance.get_runs_count(dg.RunsFilter(job_name=job, tags={"dagster/partition": partition})) > 0
 
 
-def version_tags(cfg: PipelineConfig, version: str, partition: str = "") -> dict[str, str]:
-    return {VERSION: version[:12], "mlassets/partition": partition, SERIAL: cfg.dataset.name}
+def version_tags(cfg: PipelineConfig, version: str, partition: str | None = None) -> dict[str, str]:
+    """A requested pipeline run's tags: the version's readable name (``2024-03 · 6870220f``), what it added, and
+    the dataset's serial queue. ``partition`` when the caller holds the commit; else read from the store."""
+    partitions = None if partition is None else [partition] if partition else []
+    return {**version_run_tags(cfg, version, partitions=partitions), SERIAL: cfg.dataset.name}
 
 
 def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
@@ -98,7 +101,8 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
         requests = [
             dg.RunRequest(run_key=f"{d.key}:{d.fingerprint[:16]}", partition_key=d.key,
                           run_config={"ops": {op: {"config": {"delivered": d.path}}}},
-                          tags={TRIGGER: "landing", DELIVERY: d.path, "mlassets/partition": d.key})
+                          tags={TRIGGER: "landing", DELIVERY: d.path, PARTITIONS_TAG: d.key,
+                                DATASET_TAG: cfg.dataset.name})
             for d in fresh
         ]
         seen.update({d.key: d.fingerprint for d in fresh})

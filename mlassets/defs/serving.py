@@ -33,8 +33,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except ServingError as exc:
             raise dg.Failure(f"predictions refused: {exc}") from None
         store = context.resources.store.open()
-        rows = read_split(store, cfg, check_data_version(context.partition_key), "holdout")
-        result = write_predictions(store, cfg, context.partition_key, model, rows, run_metadata(context))
+        version = check_data_version(context.partition_key)
+        result = write_predictions(store, cfg, version, model, lambda: read_split(store, cfg, version, "holdout"),
+                                   run_metadata(context))  # the read is traced too
         metadata: dict[str, object] = {
             **version_metadata(store, cfg, context.partition_key),
             "model_name": name, "model_version": model.version, "serving_basis": model.basis,

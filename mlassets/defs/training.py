@@ -32,6 +32,7 @@ from mlassets.defs.display import json_value, number
 from mlassets.defs.jobs import RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
+from mlassets.defs.ops import dashboard_url
 from mlassets.defs.partitions import data_versions
 
 GPU_POOL = "gpu"
@@ -120,6 +121,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         yield dg.Output(checkpoints, output_name="checkpoints",
                         metadata={**names, **_checkpoint_metadata(result, checkpoints)})
         yield dg.Output(candidate, output_name="candidate",
-                        metadata={**names, **_candidate_metadata(candidate), **active_run_links()})
+                        metadata={**names, **_candidate_metadata(candidate), **active_run_links(),
+                                  **{page: dg.MetadataValue.url(dashboard_url(f"{page}?run={run_key}"))
+                                     for page in ("bottlenecks", "stragglers")}})  # the dashboard, on this run
 
     return [training]

@@ -54,7 +54,8 @@ def test_each_new_commit_becomes_a_data_version_and_one_run_in_order(cfg: Pipeli
     result = _tick(sensor, instance, None)
     assert [(r.run_key, r.partition_key) for r in result.run_requests] == [(first, first)]
     assert result.run_requests[0].tags["mlassets/trigger"] == "new_data"
-    assert result.run_requests[0].tags["mlassets/partition"] == "2024-01"
+    assert result.run_requests[0].tags["mlassets/partitions"] == "2024-01"
+    assert result.run_requests[0].tags["mlassets/version_name"] == f"2024-01 · {first[:8]}"
     assert result.dynamic_partitions_requests[0].partition_keys == [first] and result.cursor == first
     assert _tick(sensor, instance, result.cursor).run_requests == []  # re-evaluation requests nothing
     second = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-02.parquet": b"2"}, "Ingest").id

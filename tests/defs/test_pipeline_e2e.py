@@ -120,3 +120,16 @@ def test_mlflow_artifacts_live_in_the_home(demo):
     tracking.configure()
     location = mlflow.get_experiment_by_name(tracking.EXPERIMENT).artifact_location
     assert location.startswith(f"file://{demo.instance.root_directory.rsplit('/dagster', 1)[0]}")
+
+
+def test_the_candidate_links_to_its_run_on_the_dashboard(demo):
+    from pathlib import Path
+
+    from mlassets.core.diagnose.runs import list_runs
+
+    first = demo.rows[0]
+    meta = _metadata(demo, "candidate_model", first.data_version)
+    url = meta["bottlenecks"].value
+    assert url.endswith(f"/bottlenecks?run={first.run_id[:8]}") and meta["stragglers"].value.endswith(first.run_id[:8])
+    (run,) = [r for r in list_runs(Path(demo.home)) if r.run_key == first.run_id[:8]]  # what the page picks
+    assert first.data_version.startswith(run.data_version)

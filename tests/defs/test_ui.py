@@ -105,6 +105,8 @@ def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
         while "MLflow UI ready" not in log.read_text() or "Dagster UI ready" not in log.read_text():
             assert time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.5)
+        assert f"training runs: http://127.0.0.1:{mlflow_port}/#/experiments/" in log.read_text()
+        assert "/runs?workflowType=machine_learning" in log.read_text()  # not MLflow's GenAI view
     assert proc.returncode is not None
 
 

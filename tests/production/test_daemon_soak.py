@@ -1,0 +1,156 @@
+"""Soak and a daemon crash on PostgreSQL: Dagster's storage, the MLflow backend store and the promotion log on a real
+PostgreSQL server, a real ``dagster-daemon`` with sensors every second, and 20 data versions committed in a row.
+
+The daemon is killed (SIGKILL, no shutdown) while the sensor-triggered pipeline run of an early version is in
+progress, and started again. Nothing is lost: 20 pipeline runs (one per version: none twice, none missing), 20
+gate decisions and their check results, the run that was in flight finished, the sensor's cursor at the last
+commit, no lock error anywhere; and the store grows with the data (the second ten versions add about what the
+first ten did).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from mlassets import daemon
+from mlassets.core.config import CONFIGS_ENV, load_config
+from mlassets.core.data.ingest import ingest_partition
+from mlassets.core.data.raw import raw_repo
+from mlassets.core.data.store import open_store
+from mlassets.examples.sales import write_example
+from mlassets.instance import get_instance
+from tests.production import postgres as pg
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
+VERSIONS, KILL_AT = 20, 3
+DEADLINE_S = 1500  # a limit for a slow machine; every wait returns as soon as it is met
+DAGSTER_YAML = """\
+storage:
+  postgres:
+    postgres_db:
+      hostname: {host}
+      port: {port}
+      db_name: soak_dagster
+      username: {user}
+      password: {{env: SOAK_PG_PASSWORD}}
+      scheme: postgresql+psycopg2
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+concurrency:
+  runs:
+    tag_concurrency_limits:
+      - key: mlassets/serial
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  poll_interval_seconds: 5
+telemetry:
+  enabled: false
+"""
+
+
+def _until(what: str, done: Callable[[], bool], proc, log: Path) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not done():
+        assert proc.poll() is None, f"the daemon exited while waiting for {what}:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {what} within {DEADLINE_S} s:\n{log.read_text()[-3000:]}"
+        time.sleep(1)
+
+
+def _size(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp_path: Path, monkeypatch) -> None:
+    for db in ("soak_dagster", "soak_mlflow", "soak_promotions"):
+        postgres.create_database(db)
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML.format(host=postgres.host, port=postgres.port,
+                                                                   user=postgres.user))
+    config = write_example(tmp_path / "sales", months=VERSIONS)
+    data = yaml.safe_load(config.read_text())
+    data["automation"] = {"sensor_interval_s": 1}
+    data["training"].update({"epochs": 1})
+    config.write_text(yaml.safe_dump(data))
+    for name, value in {"MLASSETS_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(dagster_home),
+                        "SOAK_PG_PASSWORD": postgres.password, CONFIGS_ENV: str(config),
+                        "MLFLOW_TRACKING_URI": postgres.url("soak_mlflow"),
+                        "MLASSETS_PROMOTION_DB": postgres.url("soak_promotions")}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("MLASSETS_PROFILE", raising=False)
+    cfg, instance, store = load_config(config), get_instance(), open_store()
+
+    def pipeline_runs(*statuses: dg.DagsterRunStatus) -> list[dg.DagsterRun]:
+        return instance.get_runs(dg.RunsFilter(job_name="sales_pipeline", statuses=list(statuses) or None))
+
+    log, crashed = tmp_path / "daemon.log", None
+    with log.open("w") as out:
+        proc = daemon.start(out)
+    try:
+        commits = [ingest_partition(store, cfg, key).data_version  # in a row, as fast as ingestion goes
+                   for key in cfg.dataset.partitions.keys]
+        _until(f"the pipeline run of version {KILL_AT} in progress",
+               lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= KILL_AT - 1
+               and bool(pipeline_runs(dg.DagsterRunStatus.STARTED)), proc, log)
+        (in_flight,) = pipeline_runs(dg.DagsterRunStatus.STARTED)
+        os.kill(proc.pid, signal.SIGKILL)  # the daemon dies; the run it launched carries on in its own process
+        proc.wait(timeout=30)
+        crashed = proc
+        with log.open("a") as out:
+            proc = daemon.start(out)
+        _until(f"{VERSIONS} finished pipeline runs",
+               lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= VERSIONS
+               and not pipeline_runs(dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED), proc, log)
+    finally:
+        daemon.stop(proc)
+        if crashed is not None:
+            daemon.stop(crashed, kill=True)  # what the crashed daemon left running (its code server)
+
+    runs = pipeline_runs()
+    by_version = sorted(r.tags["dagster/partition"] for r in runs)
+    assert by_version == sorted(commits)  # one run per version: none twice, none missing
+    assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
+    gate = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(["sales", "gate_result"])),
+                                           limit=100).records
+    assert sorted({r.partition_key for r in gate}) == sorted(commits)  # 20 gate decisions
+    checks = [e for r in runs for e in instance.get_records_for_run(
+        r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+        if e.event_log_entry.dagster_event.event_specific_data.check_name == "gate_passed"]
+    assert len(checks) == VERSIONS
+    messages = " ".join((e.message or "") for r in runs for e in instance.all_logs(r.run_id)) + log.read_text()
+    assert "database is locked" not in messages and "deadlock detected" not in messages
+    stored, changed, copies = _raw_bytes(store, raw_repo(cfg), commits)
+    print(f"\nsoak: {VERSIONS} versions, {len(runs)} pipeline runs, {len(gate)} gate decisions, "
+          f"{sum(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)} succeeded; raw data stored "
+          f"{stored / 1e6:.2f} MB = the bytes the commits changed ({changed / 1e6:.2f} MB), where a copy per version "
+          f"would be {copies / 1e6:.2f} MB; whole store on disk {_size(tmp_path / 'home' / 'store') / 1e6:.1f} MB")
+    assert stored <= changed < copies / 5  # storage grows with the changed data, not with versions x history
+
+
+def _raw_bytes(store, repo: str, commits: list[str]) -> tuple[int, int, int]:
+    """(bytes of distinct raw objects over all versions, bytes each commit added or changed, a copy per version)."""
+    distinct: dict[str, int] = {}
+    changed = copies = 0
+    previous: dict[str, str] = {}
+    for commit in commits:
+        entries = {p: store.stat(repo, commit, p) for p in store.list_objects(repo, commit)}
+        copies += sum(int(e["size"]) for e in entries.values())
+        changed += sum(int(e["size"]) for p, e in entries.items() if previous.get(p) != e["checksum"])
+        distinct.update({str(e["checksum"]): int(e["size"]) for e in entries.values()})
+        previous = {p: str(e["checksum"]) for p, e in entries.items()}
+    return sum(distinct.values()), changed, copies
