@@ -8,7 +8,6 @@ skips, saying why, elsewhere.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import chromium_or_skip
 from tests.dashboard.conftest import REPO, Stack
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")  # the recorded stack trains
@@ -81,12 +81,7 @@ def server(stack: Stack) -> Iterator[str]:
 
 
 def test_every_page_in_chromium(server: str) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        message = "no chromium on PATH and none could be installed (make test installs Debian's chromium as root)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    chromium = chromium_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
     OUTPUT.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ Screenshots go to ``$MLASSETS_TEST_OUTPUT/ui-story/`` (default ``build/test-outp
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from mlassets.core import tracking
 from mlassets.core.registry import versions as registry
+from tests.browser import chromium_or_skip
 from tests.defs.conftest import Demo
 from tests.defs.test_ui import _wait, running_ui
 
@@ -77,12 +77,7 @@ def _here(href: str, base: str) -> str:
 
 
 def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        message = "no chromium on PATH and none could be installed (make test installs Debian's chromium as root)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    chromium = chromium_or_skip()
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError:

@@ -6,8 +6,6 @@ in order, from the cursors it left (no run twice)."""
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -20,17 +18,10 @@ from mlassets.core.registry.promote import live_version
 from mlassets.examples.sales import write_example
 from mlassets.instance import get_instance
 from mlassets.versions import data_versions
+from tests.daemon_wait import until
 
 pytestmark = pytest.mark.e2e
 DEADLINE_S = 420  # a limit for a slow machine, not an expectation: each wait returns as soon as it is met
-
-
-def _until(what: str, done: Callable[[], bool], proc, log: Path) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not done():
-        assert proc.poll() is None, f"the daemon exited while waiting for {what}:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"no {what} within {DEADLINE_S} s:\n{log.read_text()[-3000:]}"
-        time.sleep(1)
 
 
 def _finished(instance: dg.DagsterInstance, job: str) -> list[dg.DagsterRun]:
@@ -64,7 +55,7 @@ def test_landed_files_reach_a_gate_decision_and_a_champion_across_a_daemon_crash
         proc = daemon.start(out)
     try:
         _drop(cfg, "2024-01")
-        _until("first pipeline run", lambda: len(_finished(instance, "sales_pipeline")) == 1, proc, log)
+        until("first pipeline run", lambda: len(_finished(instance, "sales_pipeline")) == 1, proc, log, DEADLINE_S)
         assert live_version("sales_units") == "1"  # the first version passes on absolute thresholds
         daemon.stop(proc, kill=True)  # a crash: no clean shutdown
 
@@ -72,7 +63,7 @@ def test_landed_files_reach_a_gate_decision_and_a_champion_across_a_daemon_crash
         _drop(cfg, "2024-03")  # both arrive while no daemon runs
         with log.open("a") as out:
             proc = daemon.start(out)
-        _until("two more pipeline runs", lambda: len(_finished(instance, "sales_pipeline")) == 3, proc, log)
+        until("two more pipeline runs", lambda: len(_finished(instance, "sales_pipeline")) == 3, proc, log, DEADLINE_S)
     finally:
         daemon.stop(proc)
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -26,7 +24,9 @@ from mlassets.core.data.ingest import ingest_partition
 from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.store import open_store
 from mlassets.examples.sales import write_example
+from mlassets.instance import _DAGSTER_YAML as EMBEDDED_DAGSTER_YAML
 from mlassets.instance import get_instance
+from tests.daemon_wait import until
 from tests.production import postgres as pg
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -42,33 +42,11 @@ storage:
       username: {user}
       password: {{env: SOAK_PG_PASSWORD}}
       scheme: postgresql+psycopg2
-run_coordinator:
-  module: dagster._core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
-    dequeue_interval_seconds: 1
-concurrency:
-  runs:
-    tag_concurrency_limits:
-      - key: mlassets/serial
-        value:
-          applyLimitPerUniqueValue: true
-        limit: 1
-run_monitoring:
+{embedded}run_monitoring:
   enabled: true
   start_timeout_seconds: 180
   poll_interval_seconds: 5
-telemetry:
-  enabled: false
 """
-
-
-def _until(what: str, done: Callable[[], bool], proc, log: Path) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not done():
-        assert proc.poll() is None, f"the daemon exited while waiting for {what}:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"no {what} within {DEADLINE_S} s:\n{log.read_text()[-3000:]}"
-        time.sleep(1)
 
 
 def _size(root: Path) -> int:
@@ -80,8 +58,9 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
         postgres.create_database(db)
     dagster_home = tmp_path / "dagster"
     dagster_home.mkdir()
+    embedded = EMBEDDED_DAGSTER_YAML.split("\n", 2)[2]  # the queue, the serial runs and the pools, as embedded
     (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML.format(host=postgres.host, port=postgres.port,
-                                                                   user=postgres.user))
+                                                                   user=postgres.user, embedded=embedded))
     config = write_example(tmp_path / "sales", months=VERSIONS)
     data = yaml.safe_load(config.read_text())
     data["automation"] = {"sensor_interval_s": 1}
@@ -104,18 +83,18 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     try:
         commits = [ingest_partition(store, cfg, key).data_version  # in a row, as fast as ingestion goes
                    for key in cfg.dataset.partitions.keys]
-        _until(f"the pipeline run of version {KILL_AT} in progress",
+        until(f"the pipeline run of version {KILL_AT} in progress",
                lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= KILL_AT - 1
-               and bool(pipeline_runs(dg.DagsterRunStatus.STARTED)), proc, log)
+               and bool(pipeline_runs(dg.DagsterRunStatus.STARTED)), proc, log, DEADLINE_S)
         (in_flight,) = pipeline_runs(dg.DagsterRunStatus.STARTED)
         os.kill(proc.pid, signal.SIGKILL)  # the daemon dies; the run it launched carries on in its own process
         proc.wait(timeout=30)
         crashed = proc
         with log.open("a") as out:
             proc = daemon.start(out)
-        _until(f"{VERSIONS} finished pipeline runs",
+        until(f"{VERSIONS} finished pipeline runs",
                lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= VERSIONS
-               and not pipeline_runs(dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED), proc, log)
+               and not pipeline_runs(dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED), proc, log, DEADLINE_S)
     finally:
         daemon.stop(proc)
         if crashed is not None:

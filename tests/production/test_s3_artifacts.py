@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from mlassets.core import tracking
 from mlassets.core.registry import versions as registry
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import save_bundle, weights_sha256
+from mlassets.ui import _answers
 from tests.core.registry import test_promotion as shared
 from tests.production.conftest import end_active_runs
 
@@ -37,14 +37,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own loopback servers
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def _serve(command: list[str], env: dict[str, str], health: str, log: Path, timeout_s: float = 180) -> subprocess.Popen:
