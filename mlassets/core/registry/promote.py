@@ -57,10 +57,7 @@ def sync(name: str, log: PromotionLog | None = None) -> list[str]:
     state = projection.inspect(name, log)
     if state.problems:
         raise PromotionError(f"{state.problems[0]}; refusing to act on a damaged log (nothing changed)")
-    repairs = projection.repair(name, log, state)
-    for line in repairs:
-        _log.warning(line)
-    return repairs
+    return projection.repair(name, log, state)  # the caller says so (CLI: stderr; asset: the run's log)
 
 
 def promote(name: str, version: str | int, *, who: str | None = None, reason: str = "", force: bool = False,
@@ -101,7 +98,8 @@ def rollback(name: str, *, who: str | None = None, reason: str = "", log: Promot
 
 def _move(name: str, action: str, version: str, *, who: str | None, reason: str, log: PromotionLog,
           gated_against: str | None = None, expected_seq: int | None = None) -> Entry:
-    sync(name, log)
+    for line in sync(name, log):
+        _log.warning(line)
     head = log.head(name)
     head_seq = head.seq if head else 0
     current = live_version(name, log)
