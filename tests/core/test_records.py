@@ -1,0 +1,65 @@
+"""One schema per record: the dataclass fields. JSON and MLflow tags both read them back to an equal record,
+reading is strict (a missing, unknown or mistyped field is named), and record files refuse unsafe paths."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from mlassets.core.records import RecordError, RecordFiles, record_class
+from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
+from tests.core.registry.test_promotion import record
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_the_registry_record_survives_json_and_tags(passed: bool) -> None:
+    rec = dataclasses.replace(record(passed), warm_start_from="3", owners=["ml", "data@example.com"])
+    assert RegistryRecord.from_json(rec.to_json()) == rec
+    tags = rec.to_tags()
+    assert all(isinstance(v, str) for v in tags.values())
+    assert tags[GATE_PASSED] == ("true" if passed else "false") and tags["git_dirty"] == "false"
+    assert tags["torch_version"] == "t"  # a nested record's fields join the flat tags
+    assert RegistryRecord.from_tags({**tags, "mlassets.version_name": "2013-03 · aaaaaaaa"}) == rec
+
+
+def test_reading_is_strict_and_names_the_field() -> None:
+    data = record(True).to_dict()
+    with pytest.raises(RecordError, match="seed"):
+        RegistryRecord.from_dict({**data, "seed": "forty-two"})
+    with pytest.raises(RecordError, match="surprise"):
+        RegistryRecord.from_dict({**data, "surprise": 1})
+    with pytest.raises(RecordError, match="data_commit"):
+        RegistryRecord.from_dict({k: v for k, v in data.items() if k != "data_commit"})
+    with pytest.raises(RecordError, match="git_dirty"):
+        RegistryRecord.from_tags({**record(True).to_tags(), "git_dirty": "maybe"})
+    with pytest.raises(RecordError, match="not JSON"):
+        RegistryRecord.from_json("{")
+
+
+def test_record_files_round_trip_and_refuse_unsafe_paths(tmp_path: Path) -> None:
+    files = RecordFiles(tmp_path)
+    rec = record(False)
+    path = files.write(["flights", "registered_model"], "a" * 64, rec)
+    assert path == tmp_path / "flights" / "registered_model" / f"{'a' * 64}.json"
+    assert files.read(["flights", "registered_model"], "a" * 64) == rec  # the kind stored picks the class
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # written atomically: no temp file left
+    for key, partition in ((["flights", ".."], "p"), (["flights"], "../../etc/x"), (["a/b"], None)):
+        with pytest.raises(RecordError, match="record path segment"):
+            files.write(key, partition, rec)
+    assert not any(tmp_path.parent.glob("etc"))
+    with pytest.raises(RecordError, match="no record of flights/gate_result"):
+        files.read(["flights", "gate_result"], "b" * 64)
+
+
+@pytest.mark.parametrize("kind", ["os:system", "json:JSONDecoder", "mlassets.core.records:RecordFiles", "x"])
+def test_a_stored_kind_only_names_mlassets_records(kind: str, tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match="not an mlassets record"):
+        record_class(kind)
+    path = tmp_path / "k" / "_unpartitioned.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"kind": kind, "record": {}}))
+    with pytest.raises(RecordError, match="not an mlassets record"):
+        RecordFiles(tmp_path).read(["k"], None)
