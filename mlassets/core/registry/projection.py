@@ -50,14 +50,19 @@ def _anchor(name: str) -> tuple[int, str] | None:
 
 
 def inspect(name: str, log: PromotionLog) -> LogState:
-    """Check the chain, the anchored head and the alias of ``name`` against each other; change nothing."""
+    """Check the chain, the anchored head and the alias of ``name`` against each other; change nothing.
+
+    The projection is read before the log: a promotion commits its row before it moves the alias and the
+    anchor, so a concurrent promotion can make them look behind the log (repaired, harmless) but never
+    ahead of it; an anchor ahead of the log is then only ever deleted rows."""
+    anchor = _anchor(name)
+    current = alias_version(name, CHAMPION)
     entries = log.entries(name)
     live = log.live(name)
     state = LogState(live=live.to_version if live else None, head=entries[-1] if entries else None)
     state.problems = log.verify(name)
-    current = alias_version(name, CHAMPION)
     state.alias = str(current.version) if current else None
-    state.anchor = _anchor(name)
+    state.anchor = anchor
     head_seq = state.head.seq if state.head else 0
     if state.anchor is not None:
         seq, digest = state.anchor

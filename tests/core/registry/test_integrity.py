@@ -26,7 +26,7 @@ import torch
 from mlassets.cli import main
 from mlassets.core.registry import projection, promote
 from mlassets.core.registry import versions as registry
-from mlassets.core.registry.promotion import PromotionError
+from mlassets.core.registry.promotion import PromotionError, PromotionLog
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import save_bundle, weights_sha256
 from mlassets.serving import ServingError, load_champion
@@ -123,6 +123,28 @@ def test_the_cli_repairs_the_alias_from_the_log_and_says_so(reg: Registry, capsy
     assert "repaired from the promotion log: the champion alias" in err and "points at v3" in err and said == 1
     assert "version 1 is already the champion" in err and reg.champion() == "1"  # ... and the alias says so again
     assert main(["history", "--model", reg.name]) == 0
+
+
+def test_a_promotion_that_lands_while_another_command_reads_is_not_taken_for_tampering(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving a racing promotion can produce: this command has read the log, then the other one
+    lands its row, alias and anchor. The anchor then seems ahead of what was read; it must not look like
+    deleted rows (it did, once in ~60 races, before the projection was read first)."""
+    reg.add(True, True)
+    promote.promote(reg.name, "1")
+    read = PromotionLog.entries
+
+    def read_then_the_other_promotion_lands(self: PromotionLog, model: str | None = None) -> list:
+        seen = read(self, model)
+        monkeypatch.setattr(PromotionLog, "entries", read)
+        promote.promote(reg.name, "2", log=reg.log)
+        return seen
+
+    monkeypatch.setattr(PromotionLog, "entries", read_then_the_other_promotion_lands)
+    state = projection.inspect(reg.name, reg.log)
+    assert state.problems == [] and reg.champion() == "2"
+    assert promote.sync(reg.name, reg.log) == [] and projection.inspect(reg.name, reg.log).consistent
 
 
 def _rows(db: str, sql: str, *args: object) -> None:
