@@ -33,12 +33,6 @@ from mlassets.defs.lookup import DATASET_TAG, PARTITIONS_TAG, version_run_tags
 from mlassets.defs.partitions import data_versions, raw_partitions
 from mlassets.defs.resources import StoreResource
 
-TRIGGER, RETRAIN, DELIVERY, SERIAL = TRIGGER_TAG, RETRAIN_TAG, DELIVERY_TAG, SERIAL_TAG
-
-
-def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
-    return []
-
 
 def _status(on: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if on else dg.DefaultSensorStatus.STOPPED
@@ -52,7 +46,7 @@ def version_tags(cfg: PipelineConfig, version: str, partition: str | None = None
     """A requested pipeline run's tags: the version's readable name (``2024-03 · 6870220f``), what it added, and
     the dataset's serial queue. ``partition`` when the caller holds the commit; else read from the store."""
     partitions = None if partition is None else [partition] if partition else []
-    return {**version_run_tags(cfg, version, partitions=partitions), SERIAL: cfg.dataset.name}
+    return {**version_run_tags(cfg, version, partitions=partitions), SERIAL_TAG: cfg.dataset.name}
 
 
 def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
@@ -73,7 +67,7 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
         new = [c.id for c in found.commits if c.id not in known]
         requests = [
             dg.RunRequest(run_key=c.id, partition_key=c.id,
-                          tags={TRIGGER: "new_data", **version_tags(cfg, c.id, c.metadata.get("partition", ""))})
+                          tags={TRIGGER_TAG: "new_data", **version_tags(cfg, c.id, c.metadata.get("partition", ""))})
             for c in found.commits if not _has_run(context.instance, job, c.id)
         ]
         return dg.SensorResult(run_requests=requests, cursor=found.head or context.cursor,
@@ -101,7 +95,7 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
         requests = [
             dg.RunRequest(run_key=f"{d.key}:{d.fingerprint[:16]}", partition_key=d.key,
                           run_config={"ops": {op: {"config": {"delivered": d.path}}}},
-                          tags={TRIGGER: "landing", DELIVERY: d.path, PARTITIONS_TAG: d.key,
+                          tags={TRIGGER_TAG: "landing", DELIVERY_TAG: d.path, PARTITIONS_TAG: d.key,
                                 DATASET_TAG: cfg.dataset.name})
             for d in fresh
         ]
@@ -126,11 +120,11 @@ def retrain_schedule(cfg: PipelineConfig) -> dg.ScheduleDefinition:
         known = context.instance.get_dynamic_partitions(versions.name)
         if not known:
             return dg.SkipReason(f"{cfg.dataset.name} has no data version yet")
-        previous = context.instance.get_runs_count(dg.RunsFilter(job_name=job, tags={TRIGGER: "schedule"}))
+        previous = context.instance.get_runs_count(dg.RunsFilter(job_name=job, tags={TRIGGER_TAG: "schedule"}))
         policy = scheduled_retrain(auto, previous, live_version(cfg.model.registered_name) is not None)
         return dg.RunRequest(run_key=f"retrain:{context.scheduled_execution_time.isoformat()}",
                              partition_key=known[-1],
-                             tags={TRIGGER: "schedule", RETRAIN: policy, **version_tags(cfg, known[-1])})
+                             tags={TRIGGER_TAG: "schedule", RETRAIN_TAG: policy, **version_tags(cfg, known[-1])})
 
     return retrain
 

@@ -1,8 +1,8 @@
 """Builds one dataset's asset graph, jobs, sensors and schedules from its config; keys are prefixed by the dataset
 name.
 
-Each stage module has ``build(cfg, keys) -> assets``; a module that starts runs by itself also has
-``automation(cfg, keys) -> sensors and schedules`` (and ``jobs(cfg, keys)`` for jobs of its own).
+A stage module has ``build(cfg, keys) -> assets``, ``automation(cfg, keys) -> sensors and schedules`` for
+what starts runs by itself (and ``jobs(cfg, keys)`` for jobs of its own).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def dataset_defs(cfg: PipelineConfig) -> dg.Definitions:
     assets = dg.map_asset_specs(  # one readable pipeline per dataset in the lineage graph; owners on every asset
         lambda spec: spec.replace_attributes(group_name=f"{cfg.dataset.name}_{spec.group_name}",
                                              owners=list(cfg.automation.owners)),
-        [asset for stage in STAGES for asset in stage.build(cfg, keys)])
+        [asset for stage in STAGES if hasattr(stage, "build") for asset in stage.build(cfg, keys)])
     jobs = [
         dg.define_asset_job(ingest_job_name(cfg), selection=[keys.raw], partitions_def=raw_partitions(cfg),
                             executor_def=dg.in_process_executor),

@@ -54,11 +54,6 @@ def added_partitions(store: VersionedStore, cfg: PipelineConfig, data_version: s
     return [partition] if partition else []
 
 
-def version_name(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> str:
-    """``2013-03 · 6870220f``: what people read where the full id is the key."""
-    return naming.version_label(added_partitions(store, cfg, data_version), data_version)
-
-
 def version_run_tags(cfg: PipelineConfig, data_version: str, store: VersionedStore | None = None,
                      partitions: Sequence[str] | None = None) -> dict[str, str]:
     """Run tags of a pipeline run for ``data_version``: ``mlassets/dataset``, ``mlassets/version_name``

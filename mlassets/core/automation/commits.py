@@ -20,8 +20,8 @@ def new_commits(store: VersionedStore, repo: str, branch: str, cursor: str | Non
     """The commits on ``branch``'s first-parent history after ``cursor`` (all of them on a first start)."""
     try:
         log = store.log(repo, branch, limit=LOOKBACK)
-    except NotFound:
-        return NewCommits([], cursor or "", cursor_found=not cursor)
+    except NotFound:  # no repository yet: nothing committed
+        log = []
     if not log:
         return NewCommits([], cursor or "", cursor_found=not cursor)
     fresh: list[Commit] = []
