@@ -165,15 +165,23 @@ class RecordFiles:
         return path
 
     def read(self, key: Sequence[str], partition: str | None, cls: type[Record] | None = None) -> Record:
-        path = self.path(key, partition)
         try:
-            doc = json.loads(path.read_text())
+            return read_record_file(self.path(key, partition), cls)
         except FileNotFoundError:
             raise RecordError(f"no record of {'/'.join(key)} for partition {partition}") from None
-        except ValueError as exc:
-            raise RecordError(f"{path}: unreadable record ({exc})") from None
-        cls = cls or record_class(str(doc.get("kind", "")))
-        return cls.from_dict(doc["record"])
 
     def exists(self, key: Sequence[str], partition: str | None) -> bool:
         return self.path(key, partition).is_file()
+
+
+def read_record_file(path: str | Path, cls: type[Record] | None = None) -> Record:
+    """A file ``RecordFiles.write`` wrote (a path that metadata names), as ``cls`` or the class its kind names."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise RecordError(f"{path}: unreadable record ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("record"), dict):
+        raise RecordError(f"{path}: not a record file")
+    cls = cls or record_class(str(doc.get("kind", "")))
+    return cls.from_dict(doc["record"])

@@ -38,7 +38,7 @@ def _status(on: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if on else dg.DefaultSensorStatus.STOPPED
 
 
-def _has_run(instance: dg.DagsterInstance, job: str, partition: str) -> bool:
+def has_run(instance: dg.DagsterInstance, job: str, partition: str) -> bool:
     return instance.get_runs_count(dg.RunsFilter(job_name=job, tags={"dagster/partition": partition})) > 0
 
 
@@ -68,7 +68,7 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
         requests = [
             dg.RunRequest(run_key=c.id, partition_key=c.id,
                           tags={TRIGGER_TAG: "new_data", **version_tags(cfg, c.id, c.metadata.get("partition", ""))})
-            for c in found.commits if not _has_run(context.instance, job, c.id)
+            for c in found.commits if not has_run(context.instance, job, c.id)
         ]
         return dg.SensorResult(run_requests=requests, cursor=found.head or context.cursor,
                                dynamic_partitions_requests=[versions.build_add_request(new)] if new else [])

@@ -2,7 +2,6 @@
 drifted), and the champion's decay with age. Neither needs training: the monitor job runs snapshot and drift alone.
 """
 
-import json
 import math
 
 import dagster as dg
@@ -13,8 +12,8 @@ from mlassets.core.monitor.decay import DecayReport
 from mlassets.core.monitor.drift import DriftReport
 from mlassets.core.monitor.history import dataset_decay
 from mlassets.core.monitor.reference import version_drift
-from mlassets.core.records import RecordError
-from mlassets.defs.automation import version_tags
+from mlassets.core.records import RecordError, read_record_file
+from mlassets.defs.automation import has_run, version_tags
 from mlassets.defs.jobs import TRIGGER_TAG, monitor_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions
@@ -114,9 +113,8 @@ def _report(materialization: dg.AssetMaterialization) -> DriftReport | None:
     if path is None:
         return None
     try:
-        with open(str(path.value)) as fh:
-            return DriftReport.from_dict(json.load(fh)["record"])
-    except (OSError, RecordError, ValueError, KeyError, TypeError):
+        return read_record_file(str(path.value), DriftReport)
+    except (OSError, RecordError):
         return None
 
 
@@ -146,9 +144,7 @@ def drift_retrain(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinition
                 continue
             if not report.drifted or not version:
                 continue
-            runs = context.instance.get_run_records(
-                dg.RunsFilter(job_name=pipeline, tags={"dagster/partition": version}), limit=1)
-            if runs:
+            if has_run(context.instance, pipeline, version):
                 continue
             requests.append(dg.RunRequest(run_key=f"drift:{version}", partition_key=version,
                                           tags={TRIGGER_TAG: "drift", RETRAIN_REASON: report.reasons[0][:250],
