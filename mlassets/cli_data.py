@@ -46,11 +46,12 @@ def _failed(rows: list) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    cfg = config_of(args)  # every command checks its config before importing Dagster, MLflow or torch
+
     from mlassets.cli_registry import history_text
     from mlassets.demo import run_demo
     from mlassets.instance import get_instance
 
-    cfg = config_of(args)
     keys = cfg.dataset.partitions.keys
     if not keys:
         raise ConfigError(f"dataset.partitions.keys of {cfg.dataset.name!r} is empty: the demo plays the keys listed "
@@ -76,10 +77,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    cfg = config_of(args)
+
     from mlassets.instance import get_instance
     from mlassets.runs import IngestFailed, ingest
 
-    cfg = config_of(args)
     try:
         ingested = ingest(get_instance(), cfg, args.partition, delivered=args.source or "")
     except IngestFailed as exc:
@@ -95,11 +97,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    cfg = config_of(args)
+
     from mlassets.demo import play
     from mlassets.instance import get_instance
     from mlassets.versions import data_versions
 
-    cfg = config_of(args)
     instance = get_instance()
     known = data_versions(instance, cfg)
     if not known:
@@ -114,10 +117,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
+    cfg = config_of(args)
+
     from mlassets.instance import get_instance
     from mlassets.versions import data_versions, format_versions
 
-    cfg = config_of(args)
     print(format_versions(data_versions(get_instance(), cfg), label(cfg)))
     return 0
 

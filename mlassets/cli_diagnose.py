@@ -6,8 +6,6 @@ import argparse
 
 from mlassets.core import paths
 from mlassets.core.diagnose.examples import EXAMPLES
-from mlassets.core.diagnose.report import diagnose_dir, diagnose_frame, format_diagnosis
-from mlassets.core.diagnose.runs import list_runs, resolve_run
 
 
 def cmd_trace_serving(args: argparse.Namespace) -> int:
@@ -30,6 +28,9 @@ def cmd_trace_serving(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    from mlassets.core.diagnose.report import diagnose_dir, diagnose_frame, format_diagnosis
+    from mlassets.core.diagnose.runs import list_runs, resolve_run
+
     if args.trace_serving:
         return cmd_trace_serving(args)
     if args.example:

@@ -93,13 +93,14 @@ def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from mlassets.core.registry import versions
+    """Reads only (the log, the alias, the anchor): no MLflow import, see ``core.registry.peek``."""
+    from mlassets.core.registry.peek import read_model
     from mlassets.core.registry.promotion import PromotionLog, parse_time
+    from mlassets.core.registry.versions import RegistryError
 
-    _connect()
     log = PromotionLog()
-    if not log.entries(args.model):
-        versions.check_model(args.model)  # unknown model: a clear error rather than an empty log
+    if not log.entries(args.model) and read_model(args.model) is None:
+        raise RegistryError(f"model {args.model!r} is not registered")  # rather than an empty log
     if not args.at:
         text, consistent = history_text(args.model, log)
         print(text)

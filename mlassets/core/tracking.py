@@ -11,8 +11,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import mlflow
-
 from mlassets.core import paths
 
 EXPERIMENT = "mlassets"
@@ -46,6 +44,8 @@ def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> 
 
     Never leave runs to MLflow's default experiment: with a sqlite store its artifacts go to ``./mlruns``.
     """
+    import mlflow
+
     uri = tracking_uri or paths.mlflow_tracking_uri()
     mlflow.set_tracking_uri(uri)
     with _first_use(uri):  # the first client creates and migrates the sqlite tables; others wait for it
@@ -64,6 +64,8 @@ def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> 
 def ui_url() -> str:
     """The MLflow UI's address for links: ``$MLASSETS_MLFLOW_URL``, else an http tracking server's, else the
     one ``mlassets ui`` starts by default."""
+    import mlflow
+
     base = os.environ.get(UI_ENV, "")
     if not base:
         uri = mlflow.get_tracking_uri()
@@ -105,6 +107,8 @@ def log_training(config: Mapping[str, Any], metric_name: str, best: float, train
 
     ``metric_name`` is ``mae`` (regression) or ``logloss`` (binary): logged as ``val_<name>`` and ``best_val_<name>``.
     """
+    import mlflow
+
     mlflow.log_dict(dict(config), CONFIG_ARTIFACT)
     params = flatten("", config)
     for chunk_start in range(0, len(params), 100):

@@ -5,13 +5,17 @@ named with its description, the reason."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
 
 from mlassets.core import paths
-from mlassets.core.automation.alerts import Alert, post, record
 from mlassets.core.config import PipelineConfig
 from mlassets.defs.jobs import dataset_of_job
 from mlassets.defs.lookup import run_url
+
+if TYPE_CHECKING:
+    from mlassets.core.automation.alerts import Alert
 
 SENSOR = "mlassets_run_failures"
 
@@ -42,6 +46,8 @@ def _failed_step(context: dg.RunFailureSensorContext) -> tuple[str, str]:
 
 
 def describe(context: dg.RunFailureSensorContext, configs: list[PipelineConfig]) -> Alert:
+    from mlassets.core.automation.alerts import Alert
+
     run = context.dagster_run
     owners = {c.dataset.name: list(c.automation.owners) for c in configs}
     dataset = dataset_of_job(run.job_name, list(owners))
@@ -55,6 +61,8 @@ def failure_sensor(configs: list[PipelineConfig]) -> dg.SensorDefinition:
     @dg.run_failure_sensor(name=SENSOR, default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=5,
                            description="Tells the owners of a dataset which step of its failed run failed, and why.")
     def run_failures(context: dg.RunFailureSensorContext) -> None:
+        from mlassets.core.automation.alerts import post, record
+
         alert = describe(context, configs)
         record(alert, alerts_log())
         context.log.error(alert.line())

@@ -13,12 +13,8 @@ import json
 
 import dagster as dg
 
-from mlassets.core.automation.commits import new_commits
-from mlassets.core.automation.landing import scan
-from mlassets.core.automation.policy import scheduled_retrain
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
-from mlassets.core.registry.promote import live_version
 from mlassets.defs.jobs import (
     DELIVERY_TAG,
     RETRAIN_TAG,
@@ -59,6 +55,8 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
                description=f"Each new commit of {raw_repo(cfg)}@{WATCHED_BRANCH} becomes a data version, and "
                            f"{what} runs for it (run key: the commit id; the cursor is the newest commit seen).")
     def new_data(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
+        from mlassets.core.automation.commits import new_commits
+
         found = new_commits(store.open(), raw_repo(cfg), WATCHED_BRANCH, context.cursor)
         if not found.cursor_found:
             context.log.warning(f"cursor {context.cursor} is not in the history of {WATCHED_BRANCH}; "
@@ -85,6 +83,8 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
                            "(a rejected delivery is reported by the run and never retried; the same file again "
                            "is a no-op).")
     def landing(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        from mlassets.core.automation.landing import scan
+
         seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         deliveries, ignored = scan(folder, cfg.dataset.partitions.pattern)
         for entry in ignored:
@@ -117,6 +117,9 @@ def retrain_schedule(cfg: PipelineConfig) -> dg.ScheduleDefinition:
                              + (f", a full retrain every {auto.full_retrain_every}" if auto.retrain != "full" else "")
                              + ").")
     def retrain(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        from mlassets.core.automation.policy import scheduled_retrain
+        from mlassets.core.registry.promote import live_version
+
         known = context.instance.get_dynamic_partitions(versions.name)
         if not known:
             return dg.SkipReason(f"{cfg.dataset.name} has no data version yet")

@@ -5,7 +5,6 @@ import dataclasses
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
 from mlassets.core.data.ingest import DataRejected, Ingested, ingest_partition
 from mlassets.core.data.raw import check_partition_key, main_table, partition_tables, raw_repo
 from mlassets.defs.keys import DatasetKeys
@@ -29,6 +28,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     def raw(context: dg.AssetExecutionContext, config: IngestConfig, store: StoreResource) -> dg.Output[Ingested]:
         """One partition of source data, validated before it reaches the watched branch; its commit is a new
         data version. Fails, naming every failed check, with the watched branch unchanged."""
+        from mlassets.core.data.corruption import LabelCorruption, corrupt_training_labels
+
         try:
             key = check_partition_key(cfg, context.partition_key)
         except ValueError as exc:

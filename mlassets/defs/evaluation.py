@@ -3,17 +3,11 @@
 import math
 
 import dagster as dg
-import mlflow
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate import score
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.rules import MB
 from mlassets.core.features.store import FeatureSet, read_split
-from mlassets.core.registry import promote, versions
-from mlassets.core.train.artifact import load_bundle
-from mlassets.core.train.mlflow_model import bundle_path
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
@@ -26,6 +20,8 @@ _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier"
 
 def evaluation_metadata(result: Evaluation) -> dict[str, object]:
     """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration."""
+    from mlassets.core.evaluate.rules import MB
+
     meta: dict[str, object] = {}
     for key in _OVERALL.get(result.task, ()):
         meta[f"candidate_{key}"] = number(result.candidate.get(key))
@@ -73,6 +69,11 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         """Candidate and the live champion (by the promotion log) on this version's holdout (from ``features``):
         metrics overall and per slice with bootstrap intervals, latency and size (and calibration for binary
         models)."""
+        from mlassets.core.evaluate import score
+        from mlassets.core.registry import promote, versions
+        from mlassets.core.train.artifact import load_bundle
+        from mlassets.core.train.mlflow_model import bundle_path
+
         version = candidate.provenance.data_commit
         store = context.resources.store.open()
         holdout = read_split(store, cfg, version, "holdout")
@@ -94,6 +95,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
               ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"store", "mlflow"})
     def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> dg.Output[GateResult]:
         """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices."""
+        import mlflow
+
         gate = evaluate_gate(cfg.gate, evaluation)
         mlflow.log_metric("gate_passed", float(gate.passed))
         for reason in gate.reasons():

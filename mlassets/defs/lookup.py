@@ -13,9 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import dagster as dg
-import mlflow
 
-from mlassets.core import naming, tracking
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.store import StoreError, VersionedStore, open_store
@@ -59,6 +57,8 @@ def version_run_tags(cfg: PipelineConfig, data_version: str, store: VersionedSto
     """Run tags of a pipeline run for ``data_version``: ``mlassets/dataset``, ``mlassets/version_name``
     (``2013-03 · 6870220f``) and ``mlassets/partitions`` (what the version added). ``partitions`` when the
     caller knows them (a sensor holding the commit), else read from the store (the default one if none given)."""
+    from mlassets.core import naming
+
     if partitions is None:
         partitions = added_partitions(store or open_store(), cfg, data_version)
     return {DATASET_TAG: cfg.dataset.name, VERSION_NAME_TAG: naming.version_label(partitions, data_version),
@@ -67,6 +67,8 @@ def version_run_tags(cfg: PipelineConfig, data_version: str, store: VersionedSto
 
 def version_metadata(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> dict[str, object]:
     """The name of the version an asset partition belongs to, first in its metadata."""
+    from mlassets.core import naming
+
     partitions = added_partitions(store, cfg, data_version)
     return {"data_version_name": naming.version_label(partitions, data_version),
             "partitions_added": ", ".join(partitions) or "-"}
@@ -88,6 +90,8 @@ def store_link(store: VersionedStore, repo: str, commit: str) -> dg.MetadataValu
 def mlflow_links(run_id: str = "", experiment_id: str = "", model: str = "",
                  version: str | int = "") -> dict[str, dg.MetadataValue]:
     """``mlflow_run`` and ``model_version`` links for an asset's metadata (those given)."""
+    from mlassets.core import tracking
+
     links: dict[str, dg.MetadataValue] = {}
     if run_id:
         links["mlflow_run"] = dg.MetadataValue.url(tracking.run_url(run_id, experiment_id))
@@ -98,12 +102,16 @@ def mlflow_links(run_id: str = "", experiment_id: str = "", model: str = "",
 
 def active_run_links() -> dict[str, dg.MetadataValue]:
     """The ``mlflow_run`` link of the MLflow run this Dagster run logs into (none when there is none)."""
+    import mlflow
+
     run = mlflow.active_run()
     return mlflow_links(run.info.run_id, run.info.experiment_id) if run is not None else {}
 
 
 def active_experiment_id() -> str:
     """The experiment of the MLflow run this Dagster run logs into ("" when none), for links to its other runs."""
+    import mlflow
+
     run = mlflow.active_run()
     return run.info.experiment_id if run is not None else ""
 
@@ -111,6 +119,8 @@ def active_experiment_id() -> str:
 def mlflow_run_tags(dagster_run_id: str, dataset: str = "", label: str = "") -> dict[str, str]:
     """Tags of the MLflow run a Dagster run logs into: a link back to the Dagster run (a tag, and the run's
     description in MLflow's UI) and, when the data version is known, its name ``flights · 2013-03 · 6870220f``."""
+    from mlassets.core import naming
+
     url = run_url(dagster_run_id)
     tags = {DAGSTER_URL_TAG: url, "mlflow.note.content": f"Dagster run [{dagster_run_id[:8]}]({url})",
             "mlflow.source.name": f"dagster run {dagster_run_id[:8]}"}  # the run list's Source column

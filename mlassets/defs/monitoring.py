@@ -10,8 +10,6 @@ from mlassets.core.config import PipelineConfig
 from mlassets.core.data.snapshot import Snapshot
 from mlassets.core.monitor.decay import DecayReport
 from mlassets.core.monitor.drift import DriftReport
-from mlassets.core.monitor.history import dataset_decay
-from mlassets.core.monitor.reference import version_drift
 from mlassets.core.records import RecordError, read_record_file
 from mlassets.defs.automation import has_run, version_tags
 from mlassets.defs.jobs import TRIGGER_TAG, monitor_job_name, pipeline_job_name
@@ -81,6 +79,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     def drift_report(context: dg.AssetExecutionContext, snapshot: Snapshot) -> dg.Output[DriftReport]:
         """The rows this version adds against the champion's training rows: PSI per feature and a KS test on the
         target, overall and per slice value; one sentence per drifted statistic. Needs no training."""
+        from mlassets.core.monitor.reference import version_drift
+
         report = version_drift(context.resources.store.open(), cfg, snapshot.commit, snapshot.new_partitions)
         for reason in report.reasons[:SHOWN_REASONS]:
             context.log.warning(f"drift: {reason}")
@@ -91,6 +91,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     def decay(context: dg.AssetExecutionContext) -> dg.Output[DecayReport]:
         """Each champion's main metric against its age (from every evaluation that scored it on a later version),
         and how often to retrain so that it stays within monitoring.decay_tolerance."""
+        from mlassets.core.monitor.history import dataset_decay
+
         files = context.resources.io_manager.files()
         report = dataset_decay(files, context.resources.store.open(), cfg, keys.evaluation.path,
                                keys.registered_model.path)

@@ -13,7 +13,6 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.diagnose.scaling import measure
 from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_url
@@ -35,6 +34,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     def scaling_profile(context: dg.AssetExecutionContext, config: ScalingConfig) -> dg.MaterializeResult:
         """Throughput of the dataset's network at 1..N ranks (gloo/nccl via torchrun), the fitted efficiency
         per doubling, the checkpoint stall and the restart cost, for the cost projection."""
+        from mlassets.core.diagnose.scaling import measure
+
         with tempfile.TemporaryDirectory(prefix="scaling-", dir=paths.work_dir("ops")) as tmp:
             result = measure(Path(tmp), model, cfg.training.batch_size, config.max_ranks, config.rows,
                              cfg.training.threads)

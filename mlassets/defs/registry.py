@@ -7,12 +7,9 @@ after the blocking check ``gate_passed`` reports them), so the run's page and th
 from collections.abc import Iterator
 
 import dagster as dg
-import mlflow
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.gate import GateResult
-from mlassets.core.registry import promote, versions
-from mlassets.core.registry.promotion import PromotionError
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion, RegistryRecord
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import table
@@ -62,6 +59,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                          gate: GateResult) -> Iterator[object]:
         """The candidate as an MLflow model version whose tags are its registry record (provenance and gate
         result), described for people; its input/output signature was recorded when the training run logged it."""
+        import mlflow
+
+        from mlassets.core.registry import promote, versions
+
         record = RegistryRecord.of(candidate.provenance, context.run_id, gate)
         names = version_metadata(context.resources.store.open(), cfg, record.data_commit)
         label, url = str(names["data_version_name"]), run_url(context.run_id)
@@ -90,6 +91,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         """Moves ``champion`` to this partition's version through the promotion log (``promotion: auto``),
         only if its recorded gate passed against the champion that is still live; ``manual`` waits. An alias
         moved outside mlassets (MLflow's own buttons) is reported and set back from the log first."""
+        from mlassets.core.registry import promote, versions
+        from mlassets.core.registry.promotion import PromotionError
+
         version, record = registered.version, registered.record
         gate = record.gate_result
         names = version_metadata(context.resources.store.open(), cfg, record.data_commit)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import mlflow
-from dagster_mlflow.resources import CONFIG_SCHEMA, MlFlow
-from mlflow.entities import RunStatus
 from pydantic import Field
 
 from mlassets import settings
-from mlassets.core import tracking
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
+
+if TYPE_CHECKING:
+    from dagster_mlflow.resources import MlFlow
 
 
 class StoreResource(dg.ConfigurableResource):
@@ -40,6 +40,15 @@ class StoreResource(dg.ConfigurableResource):
         return open_store(self.backend, root=self.root)
 
 
+# The keys of dagster-mlflow's resource config that mlassets sets (its MlFlow reads the others with .get); written
+# here so that building the definitions does not import dagster-mlflow, and with it MLflow.
+CONFIG_SCHEMA = {
+    "experiment_name": dg.Field(dg.StringSource, is_required=True, description="MLflow experiment name."),
+    "mlflow_tracking_uri": dg.Field(dg.Noneable(dg.StringSource), default_value=None, is_required=False,
+                                    description="MLflow tracking URI (default: the profile's)."),
+}
+
+
 @dg.resource(config_schema=CONFIG_SCHEMA)
 def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     """dagster-mlflow's resource, after creating the experiment with artifacts on the embedded stack.
@@ -48,6 +57,11 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     in-process executor): FINISHED when every step succeeded, FAILED when one failed or was skipped (a blocking
     check failed). No MLflow run stays RUNNING, and the next run in the same process is not logged into it.
     """
+    import mlflow
+    from dagster_mlflow.resources import MlFlow
+
+    from mlassets.core import tracking
+
     tracking.configure(context.resource_config.get("mlflow_tracking_uri"), context.resource_config["experiment_name"])
     resource = MlFlow(context)
     started = mlflow.active_run()
@@ -62,6 +76,8 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
 
 
 def _status(context: dg.InitResourceContext) -> str:
+    from mlflow.entities import RunStatus
+
     stopped = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED}
     if context.instance is None or context.dagster_run is None:
         return RunStatus.to_string(RunStatus.FINISHED)
@@ -71,6 +87,8 @@ def _status(context: dg.InitResourceContext) -> str:
 
 def default_resources() -> dict[str, object]:
     """The resources of the profile ``$MLASSETS_PROFILE`` selects; production fails here, naming what is missing."""
+    from mlassets.core import tracking
+
     settings.check()
     return {
         "store": StoreResource(),

@@ -3,7 +3,6 @@
 from collections.abc import Iterator
 
 import dagster as dg
-import mlflow
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
@@ -12,19 +11,23 @@ from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import mlflow_links, run_metadata, version_metadata
 from mlassets.defs.partitions import data_versions
-from mlassets.serving import NoChampion, PredictionSet, ServingError, load_champion, write_predictions
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
+
     name = cfg.model.registered_name
 
     @dg.asset(key=keys.predictions, partitions_def=data_versions(cfg), group_name="serving",
               deps=[keys.features, keys.champion], required_resource_keys={"store", "mlflow"},
               kinds={"pytorch", "mlflow"}, output_required=False)
-    def predictions(context: dg.AssetExecutionContext) -> Iterator[dg.Output[PredictionSet]]:
+    def predictions(context: dg.AssetExecutionContext) -> Iterator[dg.Output]:  # a PredictionSet
         """The champion's predictions for this version's holdout rows (its newest days), committed to the
         derived repository; refuses a champion whose record holds no passing gate or forced promotion, and
         materializes nothing while there is no champion (``promotion: manual`` before the first promote)."""
+        import mlflow
+
+        from mlassets.serving import NoChampion, ServingError, load_champion, write_predictions
+
         try:
             model = load_champion(name, tracking_uri=mlflow.get_tracking_uri())
         except NoChampion as exc:

@@ -10,24 +10,12 @@ import os
 from collections.abc import Iterator
 
 import dagster as dg
-import mlflow
-import pandas as pd
 
-from mlassets.core import paths, tracking
-from mlassets.core.automation.policy import WARM_START
+from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.mlflow_dataset import log_data_version
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
-from mlassets.core.registry.promote import live_version
-from mlassets.core.registry.warm import verified_bundle
-from mlassets.core.train import metrics as run_log
-from mlassets.core.train import mlflow_model
-from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
-from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
-from mlassets.core.train.process import read_result
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
-from mlassets.core.tune.apply import tuned_config
 from mlassets.defs.display import json_value, number
 from mlassets.defs.jobs import RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
@@ -65,6 +53,9 @@ def _candidate_metadata(candidate: Candidate) -> dict[str, object]:
 
 def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> str:
     """The champion's version when the run asks for a warm start (``mlassets/retrain: warm_start``), else ''."""
+    from mlassets.core.automation.policy import WARM_START
+    from mlassets.core.registry.promote import live_version
+
     if context.run.tags.get(RETRAIN_TAG) != WARM_START:
         return ""
     live = live_version(cfg.model.registered_name)
@@ -92,6 +83,19 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     )
     def training(context: dg.AssetExecutionContext, features: FeatureSet) -> Iterator[dg.Output]:
         """Train (resuming a failed attempt of this run), log to MLflow, commit final and best checkpoints."""
+        import mlflow
+        import pandas as pd
+
+        from mlassets.core import tracking
+        from mlassets.core.data.mlflow_dataset import log_data_version
+        from mlassets.core.registry.warm import verified_bundle
+        from mlassets.core.train import metrics as run_log
+        from mlassets.core.train import mlflow_model
+        from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
+        from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
+        from mlassets.core.train.process import read_result
+        from mlassets.core.tune.apply import tuned_config
+
         version = check_data_version(features.data_version)
         run_key = (context.run.root_run_id or context.run_id)[:8]  # a re-execution resumes its root's run
         out_dir = paths.work_dir(cfg.dataset.name, "train", version[:16], run_key)

@@ -15,7 +15,7 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.tune.record import TunedHparams
-from mlassets.core.tune.study import epochs_of, tune_version
+from mlassets.core.tune.space import epochs_of
 from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions
@@ -71,6 +71,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                           f"{epochs_of(cfg)} epochs, TPE, median pruning) on the validation split.")
     def tuned_hparams(context: dg.AssetExecutionContext, config: TuneRunConfig) -> dg.Output[TunedHparams]:
         """Run (or resume) the study of the chosen data version; its best values go to the record."""
+        from mlassets.core.tune.study import tune_version
+
         version = chosen_version(context.instance.get_dynamic_partitions(data_versions(cfg).name),
                                  config.data_version, cfg.dataset.name)
         store = context.resources.store.open()

@@ -21,7 +21,9 @@ import pytest
 
 from mlassets import cli_doctor
 from mlassets.core import tracking
+from mlassets.core.registry import peek
 from mlassets.core.registry import versions as registry
+from mlassets.core.registry.projection import ANCHOR_TAG
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import save_bundle, weights_sha256
 from mlassets.ui import _answers
@@ -152,3 +154,8 @@ def test_registry_register_works_against_an_mlflow_server(client_env, tmp_path) 
     version = registry.register(name, model_uri, shared.record(True, weights_sha256(bundle_dir)))
     assert version.version == "1"
     assert mlflow.pyfunc.load_model(f"models:/{name}/1") is not None  # the server resolves the version's source
+    registry.set_alias(name, registry.CHAMPION, "1")
+    mlflow.MlflowClient().set_registered_model_tag(name, ANCHOR_TAG, "1:abc")
+    seen = peek.read_model(name)  # the server's REST API, without MLflow's client (what `history` reads)
+    assert seen.aliases == {"champion": "1"} and seen.tags[ANCHOR_TAG] == "1:abc"
+    assert peek.read_model(f"{name}-missing") is None

@@ -11,10 +11,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.outcome import CheckOutcome
 from mlassets.core.data.parquet import to_parquet_bytes
 from mlassets.core.data.raw import (
     WATCHED_BRANCH,
@@ -25,11 +25,13 @@ from mlassets.core.data.raw import (
     raw_path,
     raw_repo,
 )
-from mlassets.core.data.schema import CheckOutcome
 from mlassets.core.data.snapshot import VersionChecks, check_version
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.summary import PartitionSummary, summary_path
 from mlassets.core.records import Record
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 INGEST_ID = "mlassets_ingest_id"  # commit metadata: which ingest made the commit
 

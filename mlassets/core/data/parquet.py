@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 
 def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -17,11 +18,16 @@ def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def from_parquet_bytes(blob: bytes, columns: list[str] | None = None) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_parquet(io.BytesIO(blob), columns=columns)
 
 
 def read_parquet_file(path: str | Path) -> pd.DataFrame:
     """A delivered Parquet file as a frame; unreadable Parquet names the file."""
+    import pandas as pd
+    import pyarrow as pa
+
     try:
         return pd.read_parquet(path)
     except (pa.ArrowException, OSError) as exc:
@@ -30,4 +36,6 @@ def read_parquet_file(path: str | Path) -> pd.DataFrame:
 
 def parquet_rows(blob: bytes) -> int:
     """Rows of a parquet object, from its footer alone."""
+    import pyarrow.parquet as pq
+
     return pq.ParquetFile(io.BytesIO(blob)).metadata.num_rows

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-import numpy as np
 import pandas as pd
 
 from mlassets.core.config import DatasetConfig
-from mlassets.core.data.schema import CheckOutcome
+from mlassets.core.data.outcome import CheckOutcome
 from mlassets.core.data.summary import TargetStats
 
 QUARTILES = {"q25": 0.25, "median": 0.5, "q75": 0.75}
@@ -26,6 +25,8 @@ def _names(keys: Collection[str]) -> str:
 
 def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
     """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions."""
+    import numpy as np
+
     reference = [n for key, n in counts.items() if key not in new]
     if not reference or not new:
         return CheckOutcome("row_change", True, "no other partitions to compare the row counts with")

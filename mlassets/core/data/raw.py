@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from pathlib import Path
-
-import pandas as pd
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.rules import check_key
@@ -21,6 +19,9 @@ from mlassets.core.data.sources import get_source
 from mlassets.core.data.sources.files import FilesSource
 from mlassets.core.data.store import InvalidName, VersionedStore
 from mlassets.core.data.store.base import validate_path, validate_ref
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WATCHED_BRANCH = "main"
 
@@ -41,6 +42,8 @@ def main_table(cfg: PipelineConfig) -> str:
 
 def read_frame(store: VersionedStore, repo: str, ref: str, path: str, columns: list[str] | None = None) -> pd.DataFrame:
     """An object of the store as a frame; unreadable Parquet (truncated, not Parquet) names the object."""
+    import pyarrow as pa
+
     try:
         return from_parquet_bytes(store.read(repo, ref, path), columns)
     except (pa.ArrowException, OSError) as exc:
@@ -97,6 +100,8 @@ def version_months(store: VersionedStore, cfg: PipelineConfig, commit: str) -> l
 
 def read_table(store: VersionedStore, cfg: PipelineConfig, commit: str, table: str) -> pd.DataFrame:
     """One raw table of a data version, all its partitions concatenated."""
+    import pandas as pd
+
     repo = raw_repo(cfg)
     paths = store.list_objects(repo, commit, prefix=f"raw/{table}/")
     if not paths:

@@ -7,27 +7,16 @@ rest of a version are in ``validation_counts``.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import pandas as pd
 import pandera.pandas as pa
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
 from mlassets.core.data.days import utc_timestamp
-from mlassets.core.records import Record
+from mlassets.core.data.outcome import CheckOutcome
 
 # int columns are validated as float64 plus an integer_valued check, so 1545.5 is reported, not truncated.
 _DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
-
-
-@dataclass(frozen=True)
-class CheckOutcome(Record):
-    """One blocking check's verdict; ``message`` names the column and an offending value."""
-
-    name: str
-    passed: bool
-    message: str
-    failures: int = 0
 
 
 _INTEGRAL = pa.Check(lambda s: (s % 1 == 0) | s.isna(), name="integer_valued")

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.partition_checks import validate_row_change, validate_target_mean, validate_target_quantiles
+from mlassets.core.data.outcome import CheckOutcome
 from mlassets.core.data.raw import (
     changed_partitions,
     main_table,
@@ -21,17 +20,13 @@ from mlassets.core.data.raw import (
     raw_repo,
     read_frame,
 )
-from mlassets.core.data.schema import (
-    CheckOutcome,
-    merge_outcomes,
-    validate_min_rows,
-    validate_schema,
-    validate_table,
-)
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.summary import PREFIX as SUMMARY_PREFIX
 from mlassets.core.data.summary import PartitionSummary, TargetStats, summary_path
 from mlassets.core.records import Record
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CHECK_NAMES = ("schema", "min_rows", "row_change", "target_mean", "target_quantiles")
 
@@ -86,6 +81,10 @@ def read_summaries(store: VersionedStore, cfg: PipelineConfig, ref: str,
 def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[str, dict[str, str]]) -> CheckOutcome:
     """Every table of the partitions in ``objects`` against its schema; a declared table missing, or a table
     nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands)."""
+    import pandas as pd
+
+    from mlassets.core.data.schema import merge_outcomes, validate_schema, validate_table
+
     if not objects:
         return CheckOutcome("schema", True, "no new partitions: every earlier one was validated at ingestion")
     main, declared, repo = main_table(cfg), cfg.dataset.tables, raw_repo(cfg)
@@ -117,6 +116,9 @@ def check_version(
     because every earlier commit was validated when it was ingested); row change and target distribution
     compare the changed partitions with the others through their summaries.
     """
+    from mlassets.core.data.partition_checks import validate_row_change, validate_target_mean, validate_target_quantiles
+    from mlassets.core.data.schema import validate_min_rows
+
     table = main_table(cfg)
     objects = partition_objects(store, cfg, ref)
     paths = {k: t[table] for k, t in objects.items() if table in t}

@@ -8,17 +8,29 @@ the partitions' piecewise-linear distribution functions, within about 0.1% of ra
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mlassets.core.records import Record
 
-GRID = np.linspace(0.0, 1.0, 1001)
+if TYPE_CHECKING:
+    import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 PREFIX = "summaries/"
+
+
+@functools.cache
+def grid() -> np.ndarray:
+    """The 1001 probabilities (every 0.1%) a summary keeps the quantiles at."""
+    import numpy as np
+
+    return np.linspace(0.0, 1.0, 1001)
 
 
 def summary_path(partition: str) -> str:
@@ -27,7 +39,7 @@ def summary_path(partition: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class TargetStats(Record):
-    """Count, mean, standard deviation (ddof 1) and quantiles at ``GRID`` of a set of target values."""
+    """Count, mean, standard deviation (ddof 1) and quantiles at ``grid()`` of a set of target values."""
 
     count: int
     mean: float
@@ -37,17 +49,22 @@ class TargetStats(Record):
     @classmethod
     def of_values(cls, values: pd.Series | None) -> TargetStats:
         """From values (non-numeric and missing ones are left out: the schema check judges them)."""
+        import numpy as np
+        import pandas as pd
+
         numeric = pd.to_numeric(values, errors="coerce") if values is not None else pd.Series(dtype="float64")
         arr = numeric.dropna().to_numpy(dtype=np.float64)
         if not arr.size:
             return cls(count=0, mean=math.nan, std=math.nan, quantiles=[])
         std = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
         return cls(count=int(arr.size), mean=float(arr.mean()), std=std,
-                   quantiles=[float(q) for q in np.quantile(arr, GRID)])
+                   quantiles=[float(q) for q in np.quantile(arr, grid())])
 
     @classmethod
     def merge(cls, parts: Sequence[TargetStats]) -> TargetStats:
         """The statistics of the union of the parts' values."""
+        import numpy as np
+
         parts = [p for p in parts if p.count]
         if not parts:
             return cls(count=0, mean=math.nan, std=math.nan, quantiles=[])
@@ -62,24 +79,28 @@ class TargetStats(Record):
         return cls(count=int(n.sum()), mean=mean, std=std, quantiles=_mixture_quantiles(parts, n))
 
     def quantile(self, q: float) -> float:
+        import numpy as np
+
         if not self.quantiles:
             return math.nan
-        return float(np.interp(q, GRID, self.quantiles))
+        return float(np.interp(q, grid(), self.quantiles))
 
 
 def _mixture_quantiles(parts: Sequence[TargetStats], weights: np.ndarray) -> list[float]:
     """Invert ``F(x) = sum_i w_i F_i(x) / sum_i w_i`` at every grid point by bisection (vectorized)."""
+    import numpy as np
+
     grids = [np.asarray(p.quantiles) for p in parts]
     w = weights / weights.sum()
 
     def cdf(x: np.ndarray) -> np.ndarray:
-        return sum(wi * np.interp(x, g, GRID, left=0.0, right=1.0) for wi, g in zip(w, grids, strict=True))
+        return sum(wi * np.interp(x, g, grid(), left=0.0, right=1.0) for wi, g in zip(w, grids, strict=True))
 
-    lo = np.full(GRID.size, min(g[0] for g in grids))
-    hi = np.full(GRID.size, max(g[-1] for g in grids))
+    lo = np.full(grid().size, min(g[0] for g in grids))
+    hi = np.full(grid().size, max(g[-1] for g in grids))
     for _ in range(60):
         mid = (lo + hi) / 2
-        below = cdf(mid) < GRID
+        below = cdf(mid) < grid()
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return [float(v) for v in hi]
 

@@ -6,15 +6,20 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from mlassets.core.diagnose.steps import COLUMNS
+if TYPE_CHECKING:
+    import pandas as pd
 
 STEPS = 100
 
 
 def _rows(rank: int, data: float, compute: float, sync: float, optim: float, step: float) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
+    from mlassets.core.diagnose.steps import COLUMNS
+
     n = STEPS
     ms = {"t_data_wait": data, "t_compute": compute, "t_sync": sync, "t_optim": optim, "t_checkpoint": 0.0}
     frame = pd.DataFrame({"attempt": np.ones(n, np.int32), "epoch": np.ones(n, np.int32),
@@ -31,6 +36,8 @@ def input_bound() -> pd.DataFrame:
 
 def straggler_input() -> pd.DataFrame:
     """Eight ranks: seven at 180 ms per step, rank 3 at 420 ms of which 250 ms is waiting on input."""
+    import pandas as pd
+
     peers = [_rows(r, data=20, compute=140, sync=5, optim=15, step=180) for r in range(8) if r != 3]
     slow = _rows(3, data=250, compute=145, sync=5, optim=15, step=420)
     return pd.concat([*peers, slow], ignore_index=True)

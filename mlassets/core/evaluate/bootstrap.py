@@ -23,8 +23,11 @@ all a rule reads, is unaffected.
 from __future__ import annotations
 
 import zlib
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 GROUPS = 1000
 _CHUNK_ELEMENTS = 2_000_000  # elements of one row-bootstrap index chunk (resamples x rows)
@@ -32,6 +35,8 @@ _GROUP_STREAM, _WEIGHT_STREAM = 0x6752, 0x7774  # seed streams of the group assi
 
 
 def _ratio_change(num: np.ndarray, den: np.ndarray, root: bool) -> np.ndarray:
+    import numpy as np
+
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = num / den
         return (np.sqrt(ratio) if root else ratio) - 1.0
@@ -45,6 +50,8 @@ def bootstrap_relative_change(
     The arguments are per-row losses (absolute errors for MAE); ``root`` takes the square root of the
     ratio first (RMSE from squared errors).
     """
+    import numpy as np
+
     n = abs_cand.size
     chunk = max(1, min(samples, _CHUNK_ELEMENTS // max(n, 1)))
     out = np.empty(samples)
@@ -59,6 +66,8 @@ class GroupBootstrap:
     """The random-group bootstrap over one holdout: group of each row and the resample weight matrix."""
 
     def __init__(self, n_rows: int, samples: int, seed: int, groups: int = GROUPS) -> None:
+        import numpy as np
+
         self.groups, self.samples = int(groups), int(samples)
         self.row_group = np.random.default_rng([seed, _GROUP_STREAM]).integers(0, groups, n_rows)
         draws = np.random.default_rng([seed, _WEIGHT_STREAM]).integers(0, groups, (samples, groups))
@@ -69,18 +78,24 @@ class GroupBootstrap:
 
     def group_sums(self, codes: np.ndarray, n_codes: int, loss: np.ndarray) -> np.ndarray:
         """``[n_codes, groups]`` sums of ``loss`` per (slice code, group)."""
+        import numpy as np
+
         flat = codes.astype(np.int64) * self.groups + self.row_group
         sums = np.bincount(flat, weights=loss, minlength=n_codes * self.groups)
         return sums.reshape(n_codes, self.groups)
 
     def relative_change(self, sums_cand: np.ndarray, sums_champ: np.ndarray, root: bool = False) -> np.ndarray:
         """``[samples, k]`` resampled relative changes for ``k`` slices given their ``[k, groups]`` sums."""
+        import numpy as np
+
         with np.errstate(invalid="ignore"):  # NaN losses (non-finite predictions) stay NaN; the sanity rule says why
             return _ratio_change(self.weights @ sums_cand.T, self.weights @ sums_champ.T, root)
 
 
 def interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval per column; 0/0 (both models exact) is no change, x/0 an unbounded regression."""
+    import numpy as np
+
     boot = np.nan_to_num(boot, nan=0.0, posinf=1e12, neginf=-1e12)
     alpha = 1.0 - confidence
     lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
@@ -97,6 +112,8 @@ def slice_intervals(
     ``seed`` and the slice's name), larger ones the random-group bootstrap; either way a value's interval
     does not depend on the other values. Pass the returned ``grouped`` to the next column of the same rows.
     """
+    import numpy as np
+
     lo, hi = np.full(len(labels), np.nan), np.full(len(labels), np.nan)
     large = [k for k in range(len(labels)) if counts[k] > GROUPS]
     for k in range(len(labels)):

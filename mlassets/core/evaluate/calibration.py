@@ -8,10 +8,12 @@ million rows take milliseconds.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
 
 DEFAULT_BINS = 10
 EPS = 1e-15  # probabilities are clipped to [EPS, 1 - EPS] for the log loss
@@ -19,6 +21,8 @@ RELIABILITY_COLUMNS = ["bin", "lower", "upper", "count", "mean_predicted", "obse
 
 
 def _arrays(y_true: Any, prob: Any) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     y = np.asarray(y_true, dtype=np.float64).reshape(-1)
     p = np.asarray(prob, dtype=np.float64).reshape(-1)
     if y.shape != p.shape:
@@ -28,12 +32,16 @@ def _arrays(y_true: Any, prob: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def log_losses(y_true: Any, prob: Any) -> np.ndarray:
     """Per-row log loss ``-(y log p + (1 - y) log(1 - p))`` with ``p`` clipped away from 0 and 1."""
+    import numpy as np
+
     y, p = _arrays(y_true, prob)
     p = np.clip(p, EPS, 1.0 - EPS)  # NaN stays NaN: the sanity rule reports it
     return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
 
 
 def _bin_index(p: np.ndarray, bins: int) -> np.ndarray:
+    import numpy as np
+
     return np.clip(np.floor(np.nan_to_num(p, nan=0.0) * bins), 0, bins - 1).astype(np.intp)
 
 
@@ -42,6 +50,9 @@ def reliability_table(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> pd.Da
 
     Empty bins have NaN means; counts sum to the number of finite predictions.
     """
+    import numpy as np
+    import pandas as pd
+
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
     y, p = _arrays(y_true, prob)
@@ -61,6 +72,8 @@ def reliability_table(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> pd.Da
 
 def ece_of_table(table: pd.DataFrame) -> float:
     """Expected calibration error of a reliability table (NaN when it holds no rows)."""
+    import numpy as np
+
     count = table["count"].to_numpy(dtype=np.float64)
     total = count.sum()
     if total == 0:
@@ -76,6 +89,8 @@ def expected_calibration_error(y_true: Any, prob: Any, bins: int = DEFAULT_BINS)
 
 def binary_metrics(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str, float]:
     """``logloss``, ``brier``, ``ece``, ``mean_predicted``, ``positive_rate`` and ``n`` (as a float)."""
+    import numpy as np
+
     y, p = _arrays(y_true, prob)
     if y.size == 0:
         nan = float("nan")
@@ -92,6 +107,8 @@ def binary_metrics(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str
 
 def calibration_report(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str, Any]:
     """JSON-ready ``{"ece": float, "bins": int, "table": [records]}`` for one model."""
+    import numpy as np
+
     table = reliability_table(y_true, prob, bins)
     records = [
         {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}

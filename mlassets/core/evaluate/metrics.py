@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mlassets.core.evaluate.calibration import DEFAULT_BINS, binary_metrics, log_losses
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Metric:
     slice_digits: int = 1
 
     def finish(self, mean: Any) -> Any:
+        import numpy as np
+
         return np.sqrt(mean) if self.root else mean
 
     def fmt(self, value: float, for_slice: bool = False) -> str:
@@ -37,6 +40,8 @@ class Metric:
 
 
 def _abs_err(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return np.abs(p - y)
 
 
@@ -61,12 +66,16 @@ def get_metric(name: str) -> Metric:
 
 def as_array(values: Any) -> np.ndarray:
     """A 1-D float64 array from a list, Series or array."""
+    import numpy as np
+
     arr = np.asarray(values, dtype=np.float64)
     return arr.reshape(-1)
 
 
 def metric_value(name: str, y_true: Any, y_pred: Any) -> float:
     """One metric over all rows (NaN for no rows)."""
+    import numpy as np
+
     y, p = as_array(y_true), as_array(y_pred)
     if y.shape != p.shape:
         raise ValueError(f"y_true has {y.size} rows but y_pred has {p.size}")
@@ -78,6 +87,8 @@ def metric_value(name: str, y_true: Any, y_pred: Any) -> float:
 
 def regression_metrics(y_true: Any, y_pred: Any) -> dict[str, float]:
     """``mae``, ``rmse``, ``bias`` (mean of prediction - truth) and ``n`` (row count, as a float)."""
+    import numpy as np
+
     y, p = as_array(y_true), as_array(y_pred)
     if y.shape != p.shape:
         raise ValueError(f"y_true has {y.size} rows but y_pred has {p.size}")
@@ -104,6 +115,8 @@ def model_metrics(task: str, y_true: Any, y_pred: Any, bins: int = DEFAULT_BINS)
 
 def slice_groups(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str], np.ndarray]:
     """``(codes, labels, rows per label)`` of slice column ``col``; KeyError if the frame lacks it."""
+    import numpy as np
+
     if col not in frame.columns:
         raise KeyError(f"slice column {col!r} is not in the frame")
     codes, labels = slice_codes(frame[col])
@@ -116,6 +129,9 @@ def slice_codes(column: pd.Series | np.ndarray) -> tuple[np.ndarray, list[str]]:
     A categorical column's own codes are used (no hashing of a million strings); its unused categories
     are labels without rows.
     """
+    import numpy as np
+    import pandas as pd
+
     series = pd.Series(column, copy=False)
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy().astype(np.intp)
@@ -136,5 +152,7 @@ def slice_metric_names(task: str, main_metric: str = "mae") -> list[str]:
 
 def slice_means(codes: np.ndarray, n_labels: int, counts: np.ndarray, metric: Metric, loss: np.ndarray) -> np.ndarray:
     """The metric of each slice value from per-row losses (NaN for a value without rows)."""
+    import numpy as np
+
     with np.errstate(invalid="ignore", divide="ignore"):
         return metric.finish(np.bincount(codes, weights=loss, minlength=n_labels) / counts)

@@ -8,10 +8,7 @@ how many predictions are not finite or outside the configured range, latency and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.bootstrap import GroupBootstrap, slice_intervals
@@ -25,6 +22,10 @@ from mlassets.core.evaluate.metrics import (
     slice_metric_names,
 )
 from mlassets.core.records import Record
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 NAN = float("nan")
 
@@ -81,6 +82,8 @@ class Evaluation(Record):
 
     def slice_frame(self) -> pd.DataFrame:
         """The slice rows as a table (``<model>_<metric>`` columns), for display and MLflow."""
+        import pandas as pd
+
         records = []
         for row in self.slices:
             rec: dict[str, Any] = {"slice": row.slice, "value": row.value, "n": row.n}
@@ -92,6 +95,8 @@ class Evaluation(Record):
 
 
 def prediction_stats(pred: np.ndarray, low: float, high: float) -> PredictionStats:
+    import numpy as np
+
     finite = np.isfinite(pred)
     seen = pred[finite]
     outside = (pred < low) | (pred > high)
@@ -106,6 +111,8 @@ def slice_rows(
     frame: pd.DataFrame, y: np.ndarray, cand: np.ndarray, champ: np.ndarray | None, cfg: PipelineConfig,
 ) -> list[SliceRow]:
     """One row per value of each slice column (config order, values sorted); intervals with a champion."""
+    import numpy as np
+
     task, gate = cfg.dataset.task, cfg.gate
     names = slice_metric_names(task, gate.main_metric)
     main = get_metric(gate.main_metric)
@@ -139,6 +146,8 @@ def evaluate_models(
     performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
 ) -> Evaluation:
     """Measure both models on the same rows (``frame`` holds the slice columns)."""
+    import numpy as np
+
     y, cand = as_array(y_true), as_array(pred_candidate)
     champ = None if pred_champion is None else as_array(pred_champion)
     if np.isnan(y).any():  # a metric of a missing target would be NaN, and the gate would blame the model

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from mlassets.core.config import GateConfig
 from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.record import Evaluation, SliceRow
@@ -67,6 +65,8 @@ def sanity_rules(evaluation: Evaluation) -> list[RuleResult]:
 
 
 def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
+    import numpy as np
+
     metric = get_metric(cfg.main_metric)
     value = evaluation.candidate.get(metric.name, np.nan)
     if evaluation.champion is None:
@@ -93,6 +93,8 @@ def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
 
 def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
     """Fails only when the change exceeds ``slice_max_regression`` *and* its interval lies entirely above zero."""
+    import numpy as np
+
     metric = get_metric(cfg.main_metric)
     name = f"slice {row.slice}={row.value}"
     regressed = row.change > cfg.slice_max_regression  # NaN (undefined): not a regression
@@ -128,6 +130,8 @@ def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
 
 def budget_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
     """``latency_p99``, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
+    import numpy as np
+
     perf = evaluation.performance.get("candidate", {})
     rules = []
     if "single_p99_ms" in perf:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.days import local_days
 from mlassets.core.data.sources import get_source
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SPLITS = ("train", "validation", "holdout")
 # Bump when build_frame, feature_columns or the day histogram change what a cached partition frame holds.
@@ -38,6 +40,8 @@ class SplitBounds:
 
     @classmethod
     def of(cls, last_day: pd.Timestamp, cfg: PipelineConfig) -> SplitBounds:
+        import pandas as pd
+
         feats = cfg.features
         holdout = last_day - pd.Timedelta(days=feats.holdout_days - 1)
         validation = holdout - pd.Timedelta(days=feats.validation_days)
@@ -48,10 +52,14 @@ class SplitBounds:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, str]) -> SplitBounds:
+        import pandas as pd
+
         return cls(**{name: pd.Timestamp(data[name]) for name in SPLITS})
 
     def assign(self, day: pd.Series) -> pd.Series:
         """The split of each local day: ``train``, ``validation``, ``holdout`` or ``""`` (outside the window)."""
+        import pandas as pd
+
         split = pd.Series("", index=day.index, dtype=object)
         split[day >= self.train] = "train"
         split[day >= self.validation] = "validation"
@@ -75,6 +83,8 @@ def hash_split(cfg: PipelineConfig) -> dict[str, object]:
 def split_by_hash(frame: pd.DataFrame, params: Mapping[str, object]) -> pd.Series:
     """The split of each row from a stable hash of the key columns (and a seed): a row keeps its split in every
     version, so the holdout of champion and candidate is comparable, with no time column needed."""
+    import pandas as pd
+
     canonical = pd.DataFrame({c: _canonical(frame[c]) for c in params["key"]}, index=frame.index)
     digest = pd.util.hash_pandas_object(canonical, index=False, hash_key=f"{int(params['seed']):016d}"[-16:])
     u = (digest.to_numpy() % 1_000_000) / 1_000_000
@@ -87,6 +97,8 @@ def split_by_hash(frame: pd.DataFrame, params: Mapping[str, object]) -> pd.Serie
 
 def _canonical(values: pd.Series) -> pd.Series:
     """A key column as text that does not depend on how the file typed it (12, 12.0 and "12" agree)."""
+    import pandas as pd
+
     if pd.api.types.is_numeric_dtype(values):
         return values.map(lambda v: format(v, ".15g"))
     if isinstance(values.dtype, pd.DatetimeTZDtype):

@@ -16,9 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.days import local_days
@@ -39,6 +37,9 @@ from mlassets.core.features.split import (
     without_missing_target,
 )
 from mlassets.core.records import Record
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BRANCH = "main"
 CACHE = "features/cache/"
@@ -99,6 +100,8 @@ def write_features(
 
     ``reuse=False`` builds every partition again (from scratch), overwriting cache entries with equal frames.
     """
+    import pandas as pd
+
     repo = derived_repo(cfg)
     store.create_repo(repo, default_branch=BRANCH)
     cached = set(store.list_objects(repo, BRANCH, prefix=CACHE)) if reuse else set()
@@ -146,6 +149,8 @@ def read_manifest(store: VersionedStore, cfg: PipelineConfig, data_version: str)
 
 def read_split(store: VersionedStore, cfg: PipelineConfig, data_version: str, split: str) -> pd.DataFrame:
     """One split of a version, assembled from the cached partition frames its manifest lists."""
+    import pandas as pd
+
     if split not in SPLITS:
         raise ValueError(f"split {split!r} is not one of {SPLITS}")
     manifest = read_manifest(store, cfg, data_version)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from mlassets.core.records import Record
 
 MIN_POINTS = 3  # later evaluations (age > 0) needed for a trend ...
@@ -60,6 +58,8 @@ def point(model_version: str, model_data_version: str, data_version: str, age: f
 
 def fit(points: list[DecayPoint]) -> tuple[float, float] | None:
     """``(intercept, slope)`` of the least-squares line through the points; None without enough later ones."""
+    import numpy as np
+
     usable = [p for p in points if math.isfinite(p.change) and math.isfinite(p.age)]
     later = [p for p in usable if p.age > 0]
     if len(later) < MIN_POINTS or len({p.age for p in later}) < MIN_AGES:

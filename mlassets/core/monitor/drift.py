@@ -12,13 +12,14 @@ least ``monitoring.drift_min_rows`` of its rows (smaller ones are listed as skip
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
-import pandas as pd
-from scipy import stats
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.records import Record
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 EPSILON = 1e-4  # share given to an empty bin
 BINS = 10  # reference quantile bins of a numeric feature
@@ -60,6 +61,9 @@ class DriftReport(Record):
 
 def category_keys(series: pd.Series) -> pd.Series:
     """A categorical column as comparable strings: 5.0 reads as "5", missing values as ``(missing)``."""
+    import numpy as np
+    import pandas as pd
+
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     names = [str(int(u)) if isinstance(u, float | np.floating) and float(u).is_integer() else str(u)
              for u in uniques]
@@ -67,12 +71,16 @@ def category_keys(series: pd.Series) -> pd.Series:
 
 
 def _psi(ref_share: np.ndarray, new_share: np.ndarray) -> float:
+    import numpy as np
+
     ref, new = np.maximum(ref_share, EPSILON), np.maximum(new_share, EPSILON)
     return float(np.sum((new - ref) * np.log(new / ref)))
 
 
 def psi_numeric(reference: np.ndarray, new: np.ndarray, bins: int = BINS) -> float:
     """PSI over the reference's quantile bins (ties merged); missing values form their own bin."""
+    import numpy as np
+
     reference, new = np.asarray(reference, dtype=float), np.asarray(new, dtype=float)
     ref_ok = reference[np.isfinite(reference)]
     edges = np.unique(np.quantile(ref_ok, np.linspace(0, 1, bins + 1)[1:-1])) if ref_ok.size else np.array([])
@@ -88,6 +96,8 @@ def psi_numeric(reference: np.ndarray, new: np.ndarray, bins: int = BINS) -> flo
 def psi_categorical(reference: pd.Series, new: pd.Series, bins: int = BINS) -> float:
     """PSI over category shares: the reference's ``bins - 1`` most common values, ``(other)`` (its other values)
     and ``(unseen)`` (values it never saw)."""
+    import pandas as pd
+
     ref_keys, new_keys = category_keys(reference), category_keys(new)
     counts = ref_keys.value_counts()
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -103,6 +113,9 @@ def psi_categorical(reference: pd.Series, new: pd.Series, bins: int = BINS) -> f
 
 def ks_target(reference: pd.Series, new: pd.Series) -> tuple[float, float]:
     """``(statistic, p-value)`` of the two-sample KS test on the non-missing target values."""
+    import numpy as np
+    from scipy import stats
+
     ref, now = _floats(reference), _floats(new)
     ref, now = ref[~np.isnan(ref)], now[~np.isnan(now)]
     if not ref.size or not now.size:
@@ -113,6 +126,9 @@ def ks_target(reference: pd.Series, new: pd.Series) -> tuple[float, float]:
 
 def _floats(series: pd.Series) -> np.ndarray:
     """A numeric column as float64; missing values (NaN, None, pd.NA) and text become NaN."""
+    import numpy as np
+    import pandas as pd
+
     return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlflow.exceptions import MlflowException
-
+from mlassets.core.registry.peek import ModelView, read_model
 from mlassets.core.registry.promotion import Entry, PromotionLog
 from mlassets.core.registry.versions import CHAMPION, _client, alias_version, set_alias
 
@@ -40,12 +39,8 @@ class LogState:
         return not self.problems and not self.drift
 
 
-def _anchor(name: str) -> tuple[int, str] | None:
-    try:
-        text = _client().get_registered_model(name).tags.get(ANCHOR_TAG, "")
-    except MlflowException:
-        return None
-    seq, _, digest = text.partition(":")
+def _anchor(model: ModelView | None) -> tuple[int, str] | None:
+    seq, _, digest = (model.tags.get(ANCHOR_TAG, "") if model else "").partition(":")
     return (int(seq), digest) if seq.isdigit() and digest else None
 
 
@@ -55,14 +50,13 @@ def inspect(name: str, log: PromotionLog) -> LogState:
     The projection is read before the log: a promotion commits its row before it moves the alias and the
     anchor, so a concurrent promotion can make them look behind the log (repaired, harmless) but never
     ahead of it; an anchor ahead of the log is then only ever deleted rows."""
-    anchor = _anchor(name)
-    current = alias_version(name, CHAMPION)
+    model = read_model(name)  # alias and anchor in one read, without importing MLflow (``history`` is fast)
     entries = log.entries(name)
     live = log.live(name)
     state = LogState(live=live.to_version if live else None, head=entries[-1] if entries else None)
     state.problems = log.verify(name)
-    state.alias = str(current.version) if current else None
-    state.anchor = anchor
+    state.alias = model.aliases.get(CHAMPION) if model else None
+    state.anchor = _anchor(model)
     head_seq = state.head.seq if state.head else 0
     if state.anchor is not None:
         seq, digest = state.anchor

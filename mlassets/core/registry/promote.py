@@ -6,9 +6,7 @@ CLI go through the same functions, and each first repairs a projection an interr
 from __future__ import annotations
 
 import logging
-
-import sqlalchemy as sa
-from mlflow.entities.model_registry import ModelVersion
+from typing import TYPE_CHECKING
 
 from mlassets.core.registry import projection, promotion
 from mlassets.core.registry.promotion import (
@@ -22,6 +20,9 @@ from mlassets.core.registry.promotion import (
     PromotionLog,
 )
 from mlassets.core.registry.versions import RegistryError, check_model, gate_passed, get_version
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
 
 _log = logging.getLogger("mlassets.promotion")
 
@@ -98,6 +99,8 @@ def rollback(name: str, *, who: str | None = None, reason: str = "", log: Promot
 
 def _move(name: str, action: str, version: str, *, who: str | None, reason: str, log: PromotionLog,
           gated_against: str | None = None, expected_seq: int | None = None) -> Entry:
+    import sqlalchemy as sa
+
     for line in sync(name, log):
         _log.warning(line)
     head = log.head(name)

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from sqlalchemy.pool import NullPool
 
 from mlassets import settings
 from mlassets.core import paths
@@ -113,6 +112,8 @@ class PromotionLog:
     """The append-only table behind ``mlassets history``; see the module docstring."""
 
     def __init__(self, url: str | None = None, busy_timeout_s: float = 60.0) -> None:
+        from sqlalchemy.pool import NullPool
+
         self.url = url or default_url()
         sqlite = self.url.startswith("sqlite")
         self.engine = sa.create_engine(

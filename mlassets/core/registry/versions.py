@@ -6,16 +6,18 @@ Aliases are moved only by ``mlassets.core.registry.promote`` (through the promot
 from __future__ import annotations
 
 from pathlib import Path
-
-import mlflow
-import pandas as pd
-from mlflow.entities.model_registry import ModelVersion
-from mlflow.exceptions import MlflowException
+from typing import TYPE_CHECKING
 
 from mlassets.core.records import RecordError
 from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
-from mlassets.core.train.artifact import ModelBundle, check_weights, load_bundle
-from mlassets.core.train.mlflow_model import bundle_path, signature_of
+
+if TYPE_CHECKING:
+    from mlassets.core.train.artifact import ModelBundle
+
+if TYPE_CHECKING:
+    import mlflow
+    import pandas as pd
+    from mlflow.entities.model_registry import ModelVersion
 
 CHAMPION = "champion"
 CHALLENGER = "challenger"
@@ -27,6 +29,8 @@ class RegistryError(LookupError):
 
 
 def _client() -> mlflow.MlflowClient:
+    import mlflow
+
     return mlflow.MlflowClient()
 
 
@@ -34,6 +38,8 @@ def register(name: str, model_uri: str, record: RegistryRecord, *, description: 
              links: dict[str, str] | None = None) -> ModelVersion:
     """A new version of ``name`` for the logged model, whose tags are ``record`` (and ``links``, e.g. the
     Dagster run's URL, for people), described by ``description`` (see ``describe``)."""
+    from mlflow.exceptions import MlflowException
+
     client = _client()
     try:
         client.get_registered_model(name)
@@ -72,10 +78,16 @@ def record_of(version: ModelVersion) -> RegistryRecord:
 
 def set_signature(model_uri: str, bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> None:
     """Record the signature of an already logged model (see ``signature_of``)."""
+    import mlflow
+
+    from mlassets.core.train.mlflow_model import signature_of
+
     mlflow.models.set_signature(model_uri, signature_of(bundle, rows, n))
 
 
 def check_model(name: str) -> None:
+    from mlflow.exceptions import MlflowException
+
     try:
         _client().get_registered_model(name)
     except MlflowException:
@@ -83,6 +95,8 @@ def check_model(name: str) -> None:
 
 
 def get_version(name: str, version: str | int) -> ModelVersion:
+    from mlflow.exceptions import MlflowException
+
     try:
         return _client().get_model_version(name, str(version))
     except MlflowException:
@@ -91,6 +105,8 @@ def get_version(name: str, version: str | int) -> ModelVersion:
 
 def alias_version(name: str, alias: str = CHAMPION) -> ModelVersion | None:
     """The version an alias points at, or None when the model or alias does not exist."""
+    from mlflow.exceptions import MlflowException
+
     try:
         return _client().get_model_version_by_alias(name, alias)
     except MlflowException:
@@ -108,11 +124,15 @@ def gate_passed(version: ModelVersion) -> bool:
 
 def bundle_dir(version: ModelVersion) -> Path:
     """The local directory of a version's bundle (downloaded from the artifact store if it is remote)."""
+    from mlassets.core.train.mlflow_model import bundle_path
+
     return bundle_path(version.source)
 
 
 def load_version_bundle(version: ModelVersion) -> ModelBundle:
     """The version's bundle, refused unless its weights are the ones its registry record names."""
+    from mlassets.core.train.artifact import check_weights, load_bundle
+
     directory = bundle_dir(version)
     try:
         check_weights(directory, record_of(version).weights_sha256,

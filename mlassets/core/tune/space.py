@@ -58,3 +58,8 @@ def with_values(cfg: PipelineConfig, values: Mapping[str, float]) -> PipelineCon
                               model=dataclasses.replace(cfg.model, **sections["model"]))
     parse_config(out.to_dict())  # a tuned value that breaks a rule fails here, by key path
     return out
+
+
+def epochs_of(cfg: PipelineConfig) -> int:
+    """Epochs a trial trains: ``tuning.epochs``, else the config's own."""
+    return cfg.tuning.epochs or cfg.training.epochs

@@ -32,7 +32,7 @@ from mlassets.core.train.loader import TabularData, load_data
 from mlassets.core.train.loop import Trainer
 from mlassets.core.train.objectives import VAL_METRIC
 from mlassets.core.tune.record import TrialRow, TunedHparams
-from mlassets.core.tune.space import SPACE, Param, suggest, with_values
+from mlassets.core.tune.space import SPACE, Param, epochs_of, suggest, with_values
 
 SPLITS = ("train", "validation")  # what a study reads; never the holdout
 HEARTBEAT_S = 60  # a trial of a run that died is marked failed when the study next resumes
@@ -48,10 +48,6 @@ def study_name(cfg: PipelineConfig, data_version: str) -> str:
     key.update(params=sorted(cfg.tuning.params), epochs=epochs_of(cfg), data_version=data_version)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
     return f"{cfg.dataset.name}-{digest[:12]}"
-
-
-def epochs_of(cfg: PipelineConfig) -> int:
-    return cfg.tuning.epochs or cfg.training.epochs
 
 
 def storage_url(cfg: PipelineConfig) -> str:

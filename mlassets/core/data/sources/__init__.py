@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import DatasetConfig
 from mlassets.core.data.sources.base import ModuleSource, Source, sample
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _MODULES = {
     "nycflights13": "mlassets.core.data.sources.nycflights13",
@@ -45,6 +47,8 @@ class PluginSource:
             raise ValueError(f"dataset.source: {self.spec!r} cannot be imported ({exc})") from None
 
     def load(self, key: str) -> dict[str, pd.DataFrame]:
+        import pandas as pd
+
         out = self.function()(key)
         tables = {self.main_table: out} if isinstance(out, pd.DataFrame) else out
         if not isinstance(tables, dict) or not all(isinstance(v, pd.DataFrame) for v in tables.values()):

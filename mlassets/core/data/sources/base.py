@@ -5,9 +5,11 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 
 class Source(Protocol):

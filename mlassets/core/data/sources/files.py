@@ -12,12 +12,14 @@ from __future__ import annotations
 import glob
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
 from mlassets.core.data.parquet import read_parquet_file
 from mlassets.core.data.sources.base import sample
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PARQUET = (".parquet", ".pq")
 CSV = (".csv", ".csv.gz", ".tsv", ".txt")
@@ -47,6 +49,8 @@ def partition_files(template: str, key: str) -> list[Path]:
 
 
 def _read(path: Path, fmt: str, missing: Sequence[str] = ("",)) -> pd.DataFrame:
+    import pandas as pd
+
     name = path.name.lower()
     as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
     try:
@@ -71,6 +75,8 @@ def clean_headers(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
+    import pandas as pd
+
     if spec.dtype in ("int", "float"):
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
             return values
@@ -84,6 +90,8 @@ def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
 
 def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> pd.DataFrame:
     """Each declared column in its dtype; a non-empty value that does not parse is a problem naming the row."""
+    import pandas as pd
+
     problems, out = [], {}
     for name, spec in columns.items():
         if name not in frame.columns:
@@ -106,6 +114,8 @@ def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSp
                notes: list[str] | None = None, missing: Sequence[str] = ("",)) -> pd.DataFrame:
     """One table of a partition from its file(s), coerced to ``columns``; undeclared columns are noted, dropped.
     A CSV cell that is one of ``missing`` (exactly) is a missing value."""
+    import pandas as pd
+
     parts = []
     for path in partition_files(template, key):
         frame = clean_headers(_read(path, fmt, missing), path)
@@ -125,6 +135,8 @@ _PERIODS = {"YYYY": "%Y", "YYYY-MM": "%Y-%m", "YYYY-MM-DD": "%Y-%m-%d", "YYYY-Ww
 def in_partition(values: pd.Series, key: str, pattern: str) -> pd.Series:
     """Which rows belong to partition ``key``: a date's period (year, month, ISO week, day, in UTC) when the
     pattern names one, else the value itself (an integral number as an integer: 2007.0 is "2007")."""
+    import pandas as pd
+
     if isinstance(values.dtype, pd.DatetimeTZDtype) and pattern in _PERIODS:
         return values.dt.strftime(_PERIODS[pattern]) == key
     if pd.api.types.is_numeric_dtype(values):
