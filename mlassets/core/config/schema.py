@@ -69,7 +69,8 @@ class DatasetConfig:
     format: Literal["auto", "csv", "parquet"] = "auto"  # files source; auto: by the file's extension
     partition_column: str | None = None  # files source: a file holds many partitions; keep this column's rows
     missing_values: list[str] = field(default_factory=lambda: list(MISSING_VALUES))  # files source: CSV cells
-    task: Literal["regression", "binary"] = "regression"  # binary: the target is 0/1, models give P(1)
+    task: Literal["regression", "binary", "multiclass"] = "regression"  # binary: 0/1, models give P(1); multiclass:
+    # the target's values are the classes (str or int), models give one probability per class
     drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
     min_rows: int = 1000  # per partition
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
@@ -102,7 +103,10 @@ class FeaturesConfig:
 @dataclass(frozen=True)
 class ModelConfig:
     registered_name: str
-    embedding_dim: int = 8
+    family: Literal["mlp", "torch", "lightgbm", "xgboost"] = "mlp"  # see mlassets.core.train.family
+    plugin: str = ""  # family torch: package.module:function, or path/to/file.py:function (from the config's folder)
+    params: dict[str, Any] = field(default_factory=dict)  # the family's own: a plug-in's, the trees' (num_leaves ...)
+    embedding_dim: int = 8  # family mlp: the built-in network's sizes
     hidden: list[int] = field(default_factory=lambda: [64, 32])
     dropout: float = 0.0
     output_min: float | None = None  # a bounded target (e.g. 0 for sales): predictions are clipped, served too
@@ -145,7 +149,7 @@ class TrainingConfig:
     batch_size: int = 512  # global batch, split across ranks
     lr: float = 0.003
     weight_decay: float = 0.0
-    loss: Literal["auto", "l1", "mse", "huber", "bce"] = "auto"  # auto: l1 for regression, bce for binary
+    loss: Literal["auto", "l1", "mse", "huber", "bce", "cross_entropy"] = "auto"  # auto: l1, bce, cross_entropy
     seed: int = 42
     threads: int = 1  # per rank
     nproc: int = 1  # ranks on this node (torchrun --nproc-per-node)

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 UNKNOWN = 0  # index for unseen or missing categories; real values start at 1
 
@@ -80,8 +79,9 @@ class Preprocessor:
         """Embedding table sizes: vocabulary size + 1 for the unknown index."""
         return [len(self.vocab[c]) + 1 for c in self.categorical]
 
-    def transform(self, df: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(LongTensor [n, n_cat], FloatTensor [n, n_num])``; unseen/missing categories map to 0."""
+    def transform(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """``(int64 [n, n_cat] category codes, float32 [n, n_num] standardized numerics)``; unseen or missing
+        categories map to 0, missing numerics to the training mean (0 once standardized)."""
         _require(df, [*self.categorical, *self.numeric])
         n = len(df)
         cat = np.zeros((n, len(self.categorical)), dtype=np.int64)
@@ -93,7 +93,7 @@ class Preprocessor:
             mean = self.means[column]
             values = np.where(np.isnan(values), mean, values)
             num[:, j] = (values - mean) / self.stds[column]
-        return torch.from_numpy(cat), torch.from_numpy(num)
+        return cat, num
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,6 +1,6 @@
-"""``python -m mlassets.core.train``: one training process (see ``mlassets.core.train.process``)."""
+"""``python -m mlassets.core.train``: one training process (see ``mlassets.core.train.entry``)."""
 
-from mlassets.core.train.process import main
+from mlassets.core.train.entry import main
 
 if __name__ == "__main__":
     main()

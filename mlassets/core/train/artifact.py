@@ -1,7 +1,8 @@
-"""The model artifact: network weights plus the fitted preprocessing, so it scores raw rows of any version.
+"""The model artifact: a model of any family plus the fitted preprocessing, so it scores raw rows of any version.
 
-Layout: ``weights.pt`` (a tensor-only state_dict), ``bundle.json`` (everything else, plain JSON) and
-``MANIFEST.json`` (sha256 and size per file, checked before anything is loaded).
+Layout: the family's model file (``weights.pt`` for the torch families: a tensor-only state_dict; ``model.txt``
+or ``model.ubj`` for boosted trees: their native formats), ``bundle.json`` (everything else, plain JSON) and
+``MANIFEST.json`` (sha256 and size per file, checked before anything is loaded). Nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -18,29 +18,29 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from opentelemetry import trace
 
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.family import FeatureSpec, family_of, output_size
 
-FORMAT_VERSION = 1
-WEIGHTS = "weights.pt"
+FORMAT_VERSION = 2  # 2: any family (1: the MLP only, still read)
+WEIGHTS = "weights.pt"  # the torch families' model file (format 1 bundles have no other)
 BUNDLE = "bundle.json"
 MANIFEST = "MANIFEST.json"
+TASKS = ("regression", "binary", "multiclass")
 _TRACER = trace.get_tracer("mlassets.serving")  # the OpenTelemetry API: a no-op until an SDK is installed
 
 
 @dataclass
 class ModelBundle:
-    """A trained network with its preprocessing.
+    """A trained model of one family with its preprocessing.
 
-    Regression: the network predicts ``(y - target_center) / target_scale``, and predictions are clipped to the
-    model's ``output_min``/``output_max`` when the config bounds the target; binary: the logit of P(y = 1), and
-    ``predict`` returns the probability.
+    ``predict`` gives, per raw row: regression, the value in target units (the model predicts
+    ``(y - target_center) / target_scale``), clipped to the model's ``output_min``/``output_max`` when the config
+    bounds the target; binary, P(y = 1); multiclass, one probability per class of ``classes`` ([n, k]).
     """
 
-    model: TabularMLP
+    model: Any  # the family's model object (an nn.Module, a Booster)
     preprocessor: Preprocessor
     model_config: dict[str, Any]
     target: str
@@ -48,32 +48,62 @@ class ModelBundle:
     target_scale: float = 1.0
     meta: dict[str, str] = field(default_factory=dict)
     task: str = "regression"
+    family: str = "mlp"
+    classes: list[str] = field(default_factory=list)  # multiclass: the class labels, in output order
+
+    @property
+    def spec(self) -> FeatureSpec:
+        return FeatureSpec(self.preprocessor.cardinalities, len(self.preprocessor.numeric),
+                           output_size(self.task, self.classes), self.task, dict(self.model_config.get("params", {})))
+
+    @property
+    def features(self) -> list[str]:
+        """The raw columns a request must hold."""
+        return [*self.preprocessor.categorical, *self.preprocessor.numeric]
 
     def predict(self, df: pd.DataFrame, batch_size: int = 65536) -> np.ndarray:
-        """Predictions in target units, or P(target = 1) for a binary task (float64), for raw feature rows."""
+        """Target units, P(target = 1) or class probabilities (float64), for raw feature rows."""
         with _TRACER.start_as_current_span("preprocessing", attributes={"rows": len(df)}):
             x_cat, x_num = self.preprocessor.transform(df)
-        self.model.eval()
-        out = np.empty(len(df), dtype=np.float64)
-        with torch.no_grad(), _TRACER.start_as_current_span("model", attributes={"rows": len(df)}):
-            for start in range(0, len(df), batch_size):
-                stop = start + batch_size
-                out[start:stop] = self.model(x_cat[start:stop], x_num[start:stop]).double().numpy()
-        if self.task == "binary":
-            return 0.5 * (1.0 + np.tanh(0.5 * out))  # the logistic function, without overflow
-        low, high = self.model_config.get("output_min"), self.model_config.get("output_max")
-        out = out * self.target_scale + self.target_center
-        return out if low is None and high is None else np.clip(out, low, high)
+        family = family_of(self.family)
+        with _TRACER.start_as_current_span("model", attributes={"rows": len(df)}):
+            parts = [family.predict(self.model, x_cat[s:s + batch_size], x_num[s:s + batch_size])
+                     for s in range(0, len(df), batch_size)]
+        k = output_size(self.task, self.classes)
+        out = np.concatenate(parts) if parts else np.empty((0, k) if k > 1 else 0)
+        return postprocess(out.astype(np.float64, copy=False), self.task, self.target_center, self.target_scale,
+                           self.model_config.get("output_min"), self.model_config.get("output_max"))
+
+    def predict_labels(self, df: pd.DataFrame) -> np.ndarray:
+        """Multiclass: the most probable class of each row (its label); other tasks: ``predict``."""
+        out = self.predict(df)
+        return np.asarray(self.classes, dtype=object)[out.argmax(axis=1)] if self.task == "multiclass" else out
 
 
-def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int) -> TabularMLP:
-    """The network described by a ``ModelConfig`` dict (``registered_name`` is ignored)."""
+def postprocess(out: np.ndarray, task: str, center: float, scale: float, low: float | None = None,
+                high: float | None = None) -> np.ndarray:
+    """A family's raw outputs in the task's terms (see ``ModelBundle.predict``)."""
+    if task == "binary":
+        return 0.5 * (1.0 + np.tanh(0.5 * out))  # the logistic function, without overflow
+    if task == "multiclass":
+        z = out - out.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+    out = out * scale + center
+    return out if low is None and high is None else np.clip(out, low, high)
+
+
+def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int, out_features: int = 1):
+    """The built-in network described by a ``ModelConfig`` dict (the ``mlp`` family)."""
+    from mlassets.core.train.model import TabularMLP
+
     return TabularMLP(
         cardinalities,
         n_numeric,
         embedding_dim=int(model_config.get("embedding_dim", 8)),
         hidden=[int(h) for h in model_config.get("hidden", [64, 32])],
         dropout=float(model_config.get("dropout", 0.0)),
+        out_features=out_features,
     )
 
 
@@ -91,10 +121,12 @@ def save_bundle(bundle: ModelBundle, directory: str | Path) -> Path:
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
     try:
-        state = {k: v.detach().cpu().contiguous() for k, v in bundle.model.state_dict().items()}
-        torch.save(state, tmp / WEIGHTS)
+        family = family_of(bundle.family)
+        family.save(bundle.model, tmp)
         doc = {
             "format_version": FORMAT_VERSION,
+            "family": bundle.family,
+            "weights_file": family.weights_file,
             "preprocessor": bundle.preprocessor.to_dict(),
             "model_config": bundle.model_config,
             "cardinalities": bundle.preprocessor.cardinalities,
@@ -103,11 +135,12 @@ def save_bundle(bundle: ModelBundle, directory: str | Path) -> Path:
             "target_center": float(bundle.target_center),
             "target_scale": float(bundle.target_scale),
             "task": bundle.task,
+            "classes": list(bundle.classes),
             "meta": {str(k): str(v) for k, v in bundle.meta.items()},
         }
         (tmp / BUNDLE).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         files = {name: {"sha256": _sha256(tmp / name), "size": (tmp / name).stat().st_size}
-                 for name in (WEIGHTS, BUNDLE)}
+                 for name in (family.weights_file, BUNDLE)}
         manifest = {"format_version": FORMAT_VERSION, "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         old = None
@@ -123,8 +156,9 @@ def save_bundle(bundle: ModelBundle, directory: str | Path) -> Path:
     return directory
 
 
-def verify_manifest(directory: str | Path) -> dict[str, Any]:
-    """Check every file listed in ``MANIFEST.json``; a missing or changed file raises ``ValueError``."""
+def verify_manifest(directory: str | Path, required: tuple[str, ...] = (BUNDLE,)) -> dict[str, Any]:
+    """Check every file listed in ``MANIFEST.json`` (and that ``required`` ones are listed); a missing or changed
+    file raises ``ValueError``."""
     directory = Path(directory)
     path = directory / MANIFEST
     if not path.is_file():
@@ -134,9 +168,9 @@ def verify_manifest(directory: str | Path) -> dict[str, Any]:
         files = manifest["files"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{MANIFEST} in {directory} is unreadable: {exc!r}") from exc
-    for required in (WEIGHTS, BUNDLE):
-        if required not in files:
-            raise ValueError(f"{MANIFEST} in {directory} does not list {required}")
+    for name in required:
+        if name not in files:
+            raise ValueError(f"{MANIFEST} in {directory} does not list {name}")
     for name, entry in files.items():
         file = directory / name
         if Path(name).name != name or not file.is_file():
@@ -146,61 +180,75 @@ def verify_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def load_bundle(directory: str | Path) -> ModelBundle:
-    """Verify the manifest, then load the bundle; weights are loaded with ``weights_only=True``."""
-    directory = Path(directory)
-    verify_manifest(directory)
+def _document(directory: Path) -> dict[str, Any]:
+    """``bundle.json``, its format checked; a format 1 bundle reads as the MLP it is."""
     try:
         doc = json.loads((directory / BUNDLE).read_text())
         version = doc["format_version"]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{BUNDLE} in {directory} is unreadable: {exc!r}") from exc
-    if version != FORMAT_VERSION:
+    if version not in (1, FORMAT_VERSION):
         raise ValueError(f"{BUNDLE} in {directory}: format_version {version!r}, expected {FORMAT_VERSION}")
+    doc.setdefault("family", "mlp")
+    doc.setdefault("task", "regression")  # bundles before binary tasks have no "task"
+    doc.setdefault("classes", [])
+    try:
+        family = family_of(doc["family"])
+    except ValueError as exc:
+        raise ValueError(f"{BUNDLE} in {directory}: {exc}") from None
+    if doc.get("weights_file", family.weights_file) != family.weights_file:
+        raise ValueError(f"{BUNDLE} in {directory}: family {doc['family']!r} keeps its model in "
+                         f"{family.weights_file}, not {doc['weights_file']!r}")
+    if doc["task"] not in TASKS:
+        raise ValueError(f"{BUNDLE} in {directory}: task {doc['task']!r}, expected one of {', '.join(TASKS)}")
+    doc["weights_file"] = family.weights_file
+    return doc
+
+
+def load_bundle(directory: str | Path) -> ModelBundle:
+    """Verify the manifest, then load the bundle through its family (tensors only, or a native model file)."""
+    directory = Path(directory)
+    verify_manifest(directory)
+    doc = _document(directory)
+    verify_manifest(directory, (BUNDLE, doc["weights_file"]))
     pre = Preprocessor.from_dict(doc["preprocessor"])
     if doc["cardinalities"] != pre.cardinalities or doc["n_numeric"] != len(pre.numeric):
         raise ValueError(f"{BUNDLE} in {directory}: cardinalities/n_numeric disagree with the preprocessor")
-    model = build_model(doc["model_config"], doc["cardinalities"], doc["n_numeric"])
-    try:
-        state = torch.load(directory / WEIGHTS, weights_only=True, map_location="cpu")
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
-        raise ValueError(f"{WEIGHTS} in {directory}: refused to load (tensors only): {exc}") from exc
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ValueError(f"{WEIGHTS} in {directory}: expected a state_dict of tensors")
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise ValueError(f"{WEIGHTS} in {directory} does not fit the model: {exc}") from exc
-    model.eval()
-    return ModelBundle(
-        model=model,
+    classes = [str(c) for c in doc["classes"]]
+    bundle = ModelBundle(
+        model=None,
         preprocessor=pre,
         model_config=dict(doc["model_config"]),
         target=str(doc["target"]),
         target_center=float(doc["target_center"]),
         target_scale=float(doc["target_scale"]),
         meta={str(k): str(v) for k, v in doc.get("meta", {}).items()},
-        task=_task(doc.get("task", "regression"), directory),  # bundles before binary tasks have no "task"
+        task=str(doc["task"]),
+        family=str(doc["family"]),
+        classes=classes,
     )
+    bundle.model = family_of(bundle.family).load(directory, bundle.spec, bundle.model_config)
+    return bundle
 
 
-def _task(task: Any, directory: Path) -> str:
-    if task not in ("regression", "binary"):
-        raise ValueError(f"{BUNDLE} in {directory}: task {task!r}, expected 'regression' or 'binary'")
-    return str(task)
+def weights_file(directory: str | Path) -> Path:
+    """The bundle's model file (its family's ``weights_file``)."""
+    directory = Path(directory)
+    return directory / _document(directory)["weights_file"]
 
 
 def weights_sha256(directory: str | Path) -> str:
-    """sha256 of a saved bundle's ``weights.pt``: what a registry record's ``weights_sha256`` must equal."""
-    return _sha256(Path(directory) / WEIGHTS)
+    """sha256 of a saved bundle's model file: what a registry record's ``weights_sha256`` must equal."""
+    return _sha256(weights_file(directory))
 
 
 def check_weights(directory: str | Path, expected: str, what: str) -> None:
-    """``ValueError`` unless the bundle's weights are the ones ``what`` recorded (a manifest can be rewritten
+    """``ValueError`` unless the bundle's model file is the one ``what`` recorded (a manifest can be rewritten
     together with the file it vouches for; a record kept elsewhere cannot be, by the same hand)."""
-    actual = weights_sha256(directory)
+    path = weights_file(directory)
+    actual = _sha256(path)
     if actual != expected:
-        raise ValueError(f"{WEIGHTS} in {directory} has sha256 {actual[:16]}..., but {what} records "
+        raise ValueError(f"{path.name} in {directory} has sha256 {actual[:16]}..., but {what} records "
                          f"{expected[:16]}...: not the weights that were trained and gated; refusing to load them")
 
 

@@ -49,7 +49,8 @@ def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, 
         config_hash=cfg.config_hash(), lock_hash=lineage.lock_hash(), seed=result.seed,
         environment=result.environment, weights_sha256=result.weights_sha256, mlflow_run_id=mlflow_run_id,
         image_digest=os.environ.get("MLASSETS_IMAGE_DIGEST", ""), warm_start_from=warm_start_from,
-        owners=list(cfg.automation.owners),
+        owners=list(cfg.automation.owners), family=result.family, plugin=result.model_code.get("plugin", ""),
+        plugin_sha256=result.model_code.get("plugin_sha256", ""),
     )
 
 

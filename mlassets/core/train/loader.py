@@ -1,4 +1,4 @@
-"""Training data: parquet splits to tensors, and a data loader whose position is part of the checkpoint.
+"""Training data for the torch loop: the splits as tensors, and a data loader whose position is part of the checkpoint.
 
 Every rank sees the same global batches (a permutation seeded by ``seed + epoch``) and takes its own
 contiguous slice of each, so 1 and N ranks with the same global batch follow the same trajectory.
@@ -8,27 +8,26 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
 import torch
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train.family import FeatureSpec
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
+from mlassets.core.train.splits import Splits, read_splits
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 @dataclass
 class TabularData:
-    """Fitted preprocessing and the tensors of both splits; targets are standardized for training."""
+    """The splits (``Splits``) as tensors for the torch loop; targets as the loss wants them."""
 
     pre: Preprocessor
     x_cat: torch.Tensor
@@ -36,60 +35,25 @@ class TabularData:
     y: torch.Tensor
     val_cat: torch.Tensor
     val_num: torch.Tensor
-    y_val: np.ndarray  # target units, float64
+    y_val: np.ndarray  # target units or 0/1 (float64), class indices (int64)
     center: float
     scale: float
     n_train: int
     n_val: int
-
-
-def _read(path: str, columns: list[str], what: str) -> pd.DataFrame:
-    """Read only the needed columns, naming any that the file lacks."""
-    if not Path(path).is_file():
-        raise ValueError(f"{what} data {path!r} does not exist")
-    have = set(pq.read_schema(path).names)
-    for column in columns:
-        if column not in have:
-            raise ValueError(f"{what} data {path}: missing column {column!r}")
-    return pd.read_parquet(path, columns=columns)
+    classes: list[str] = field(default_factory=list)
+    spec: FeatureSpec | None = None
 
 
 def load_data(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None) -> TabularData:
-    """Read both splits, drop rows without a target, fit the preprocessing on the training rows."""
-    feats, target = cfg.features, cfg.dataset.target
-    columns = list(dict.fromkeys([*feats.categorical, *feats.numeric, target]))
-    frames = {}
-    for what, path in (("training", train_path), ("validation", validation_path)):
-        df = _read(path, columns, what)
-        missing = int(df[target].isna().sum())
-        if missing and reporter is not None:
-            reporter.log(f"{what}: dropping {missing} rows without a {target!r} value")
-        if len(df) - missing == 0:
-            raise ValueError(f"{what} data is empty: no rows with a {target!r} value")
-        frames[what] = df[df[target].notna()].reset_index(drop=True)
-    train_df, val_df = frames["training"], frames["validation"]
-    pre = Preprocessor.fit(train_df, feats.categorical, feats.numeric)
-    xc, xn = pre.transform(train_df)
-    vc, vn = pre.transform(val_df)
-    y_train = train_df[target].to_numpy(dtype=np.float64)
-    if cfg.dataset.task == "binary":  # the network gives logits of P(target = 1): no standardizing
-        for what, df in frames.items():
-            _check_binary(df[target].to_numpy(dtype=np.float64), target, what)
-        center, scale = 0.0, 1.0
-    else:
-        center = float(np.median(y_train))
-        scale = float(np.std(y_train))
-        scale = scale if np.isfinite(scale) and scale > 0 else 1.0
-    y = torch.from_numpy(((y_train - center) / scale).astype(np.float32))
-    return TabularData(pre, xc, xn, y, vc, vn, val_df[target].to_numpy(dtype=np.float64), center, scale,
-                       len(train_df), len(val_df))
+    """``read_splits`` as tensors (no copies: the arrays are shared)."""
+    return as_tensors(read_splits(cfg, train_path, validation_path, reporter))
 
 
-def _check_binary(y: np.ndarray, target: str, what: str) -> None:
-    bad = np.flatnonzero((y != 0) & (y != 1))
-    if len(bad):
-        raise ValueError(f"dataset.target {target!r} of a binary task must be 0 or 1: {what} row {int(bad[0])} "
-                         f"has {float(y[bad[0]])!r} ({len(bad)} such rows)")
+def as_tensors(s: Splits) -> TabularData:
+    """The splits as the torch loop's tensors."""
+    t = torch.from_numpy
+    return TabularData(s.pre, t(s.x_cat), t(s.x_num), t(s.y), t(s.val_cat), t(s.val_num), s.y_val, s.center,
+                       s.scale, s.n_train, s.n_val, list(s.classes), s.spec)
 
 
 class TabularRows(torch.utils.data.Dataset):

@@ -15,16 +15,16 @@ import torch
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.train import distributed as dd
-from mlassets.core.train.artifact import build_model, load_bundle
+from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.checkpoint import PREFIX, Checkpointer, best_checkpoint, list_checkpoints, step_dirs
+from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.loader import TabularData, build_loader
 from mlassets.core.train.metrics import MetricsSink
-from mlassets.core.train.objectives import LOSSES, VAL_METRIC, resolve_loss, validation_metric
+from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_metric
 from mlassets.core.train.profiling import start_profiler
 from mlassets.core.train.state import Progress, capture, load_model_weights, restore, resume_key
 from mlassets.core.train.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
-from mlassets.core.train.warm_start import mapped_state
 
 EVAL_BATCH = 65536
 
@@ -48,7 +48,9 @@ class Trainer:
         self.cuda = env.device.type == "cuda"
         self.bf16 = tr.precision == "bf16" and self.cuda
         self.model_config = asdict(cfg.model)
-        self.module = build_model(self.model_config, data.pre.cardinalities, len(data.pre.numeric))
+        self.family = family_of(cfg.model.family)
+        self.model_code = self.family.recorded(cfg)  # a plug-in's source hash: taken before it builds anything
+        self.module = self.family.build(data.spec, self.model_config)
         if init_bundle:  # a warm start; every rank maps the same bundle onto the same seeded module
             self._warm_start(init_bundle)
         self.faults = Faults(tr.faults, env.rank, out_dir / "faults")
@@ -61,7 +63,7 @@ class Trainer:
         self.loader, self.sampler = build_loader(data, self.faults, tr.batch_size, env.rank, env.world_size, tr.seed)
         self.total_steps = tr.epochs * len(self.sampler)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(tr.lr_schedule, self.total_steps))
-        self.loss_fn = LOSSES[resolve_loss(self.task, tr.loss)](reduction="sum")
+        self.loss_fn = getattr(torch.nn, TORCH_LOSSES[resolve_loss(self.task, tr.loss)])(reduction="sum")
         self.checkpointer = Checkpointer(out_dir / "checkpoints", env, tr.keep_last, tr.async_checkpoint, log,
                                          self.faults.checkpoint_delay_s)
         self.profiler = start_profiler(tr.profile, env.rank, out_dir, self.cuda)
@@ -74,7 +76,7 @@ class Trainer:
         self.loop_seconds = self.validation_seconds = 0.0
 
     def _warm_start(self, bundle_dir: str) -> None:
-        state, kept = mapped_state(load_bundle(bundle_dir), self.data.pre, self.module)
+        state, kept = self.family.warm_start(load_bundle(bundle_dir), self.data.pre, self.module)
         self.module.load_state_dict(state)
         self.log(f"warm start from {bundle_dir}" + (f"; seeded (shape changed): {', '.join(kept)}" if kept else ""))
 

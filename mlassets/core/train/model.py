@@ -1,4 +1,4 @@
-"""The tabular regression network: per-column embeddings concatenated with numerics, then an MLP."""
+"""The built-in tabular network (family ``mlp``): per-column embeddings concatenated with numerics, then an MLP."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from torch import nn
 
 
 class TabularMLP(nn.Module):
-    """Embeds each categorical column, concatenates the numeric features, and regresses one value."""
+    """Embeds each categorical column, concatenates the numeric features, and outputs one value (or k logits)."""
 
     def __init__(
         self,
@@ -16,6 +16,7 @@ class TabularMLP(nn.Module):
         embedding_dim: int = 8,
         hidden: list[int] | None = None,
         dropout: float = 0.0,
+        out_features: int = 1,
     ) -> None:
         super().__init__()
         hidden = [64, 32] if hidden is None else list(hidden)
@@ -35,13 +36,14 @@ class TabularMLP(nn.Module):
             if dropout > 0:
                 layers.append(nn.Dropout(dropout))
             width = size
-        layers.append(nn.Linear(width, 1))
+        layers.append(nn.Linear(width, out_features))
         self.mlp = nn.Sequential(*layers)
         self.n_numeric = n_numeric
 
     def forward(self, x_cat: torch.Tensor, x_num: torch.Tensor) -> torch.Tensor:
-        """``x_cat`` [n, n_cat] long, ``x_num`` [n, n_num] float -> predictions [n]."""
+        """``x_cat`` [n, n_cat] long, ``x_num`` [n, n_num] float -> predictions [n] (or logits [n, k])."""
         parts = [emb(x_cat[:, j]) for j, emb in enumerate(self.embeddings)]
         if self.n_numeric:
             parts.append(x_num)
-        return self.mlp(torch.cat(parts, dim=1)).squeeze(1)
+        out = self.mlp(torch.cat(parts, dim=1))
+        return out.squeeze(1) if out.shape[1] == 1 else out

@@ -1,30 +1,40 @@
-"""What a task trains on and how its validation is scored: losses, and the validation metric per task."""
+"""What a task trains on and how its validation is scored: losses, and the validation metric per task.
+
+Torch-free: the boosted trees score their validation split with the same ``validation_metric`` as the network.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from torch import nn
 
-LOSSES = {"l1": nn.L1Loss, "mse": nn.MSELoss, "huber": nn.HuberLoss, "bce": nn.BCEWithLogitsLoss}
-VAL_METRIC = {"regression": "mae", "binary": "logloss"}  # the validation metric per task (lower is better)
+TORCH_LOSSES = {"l1": "L1Loss", "mse": "MSELoss", "huber": "HuberLoss", "bce": "BCEWithLogitsLoss",
+                "cross_entropy": "CrossEntropyLoss"}  # loss name -> torch.nn class
+VAL_METRIC = {"regression": "mae", "binary": "logloss", "multiclass": "logloss"}  # lower is better
+AUTO_LOSS = {"regression": "l1", "binary": "bce", "multiclass": "cross_entropy"}
+TASK_LOSSES = {"regression": ("l1", "mse", "huber"), "binary": ("bce",), "multiclass": ("cross_entropy",)}
 
 
 def resolve_loss(task: str, loss: str) -> str:
-    """The loss a task trains with: ``auto`` is l1 for regression and bce (on logits) for binary."""
+    """The loss a task trains with: ``auto`` is l1 (regression), bce on logits (binary), cross_entropy (multiclass)."""
     if task not in VAL_METRIC:
-        raise ValueError(f"dataset.task: unknown task {task!r} (expected 'regression' or 'binary')")
+        raise ValueError(f"dataset.task: unknown task {task!r} (expected one of {', '.join(VAL_METRIC)})")
     if loss == "auto":
-        return "bce" if task == "binary" else "l1"
-    if loss not in LOSSES:
+        return AUTO_LOSS[task]
+    if loss not in TORCH_LOSSES:
         raise ValueError(f"training.loss: unknown loss {loss!r}")
-    if (loss == "bce") != (task == "binary"):
-        fits = "bce (or auto)" if task == "binary" else "l1, mse, huber (or auto)"
-        raise ValueError(f"training.loss: {loss!r} does not fit dataset.task {task!r}; use {fits}")
+    if loss not in TASK_LOSSES[task]:
+        raise ValueError(f"training.loss: {loss!r} does not fit dataset.task {task!r}; use "
+                         f"{', '.join(TASK_LOSSES[task])} (or auto)")
     return loss
 
 
 def validation_metric(task: str, out: np.ndarray, y: np.ndarray, center: float, scale: float) -> float:
-    """Lower is better. Regression: MAE in target units; binary: log loss from the logits (float64)."""
+    """Lower is better, float64. Regression: MAE in target units (``out`` standardized); binary: log loss from the
+    logits; multiclass: log loss from the logits [n, k] and class indices."""
     if task == "binary":  # log(1 + e^z) - y z: exact for any logit z, no clipping
         return float(np.mean(np.logaddexp(0.0, out) - y * out))
+    if task == "multiclass":  # logsumexp(z) - z_y
+        top = out.max(axis=1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(out - top).sum(axis=1))
+        return float(np.mean(lse - out[np.arange(len(y)), y.astype(np.int64)]))
     return float(np.mean(np.abs(out * scale + center - y)))

@@ -14,7 +14,6 @@ writes ``<out>/telemetry/rank<r>.parquet``. Under Dagster Pipes only rank 0 open
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -26,20 +25,18 @@ from typing import Any
 import torch
 
 from mlassets.core import lineage
-from mlassets.core.config import load_config, parse_config
+from mlassets.core.config import parse_config
 from mlassets.core.train import distributed as dd
 from mlassets.core.train import telemetry
-from mlassets.core.train.artifact import MANIFEST, WEIGHTS, ModelBundle, build_model, save_bundle
+from mlassets.core.train.artifact import MANIFEST, WEIGHTS, ModelBundle, save_bundle
+from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F401 - re-exported
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.loader import TabularData, load_data
 from mlassets.core.train.loop import Trainer
 from mlassets.core.train.metrics import open_sink
-from mlassets.core.train.reporting import PrintReporter, Reporter
+from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
-
-CRASH_EXIT = 75  # exit status of an injected crash
-RESULT = "result.json"
 
 
 def state_sha256(state: dict[str, torch.Tensor]) -> str:
@@ -64,13 +61,14 @@ def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[s
     """Rank 0: the model bundle (best epoch's weights), final weights and ``result.json``."""
     cfg, tr, out_dir = trainer.cfg, trainer.tr, Path(job.out_dir)
     with torch.random.fork_rng(devices=[]):
-        model = build_model(trainer.model_config, data.pre.cardinalities, len(data.pre.numeric))
+        model = trainer.family.build(data.spec, trainer.model_config)
     model.load_state_dict(outcome["best_state"])
     curves = trainer.progress.curves
     best = min(curves, key=lambda c: c["val_metric"])  # the earliest epoch on ties, like the best checkpoint
     bundle = ModelBundle(model.eval(), data.pre, trainer.model_config, cfg.dataset.target, data.center, data.scale,
                          {"data_version": job.data_version, "config_hash": cfg.config_hash(),
-                          "torch_version": torch.__version__, "best_epoch": str(best["epoch"])}, task=trainer.task)
+                          "torch_version": torch.__version__, "best_epoch": str(best["epoch"])}, task=trainer.task,
+                         family=cfg.model.family, classes=data.classes)
     model_dir = save_bundle(bundle, out_dir / "model")
     torch.save(outcome["final_state"], out_dir / "final_weights.pt")
     manifest = json.loads((model_dir / MANIFEST).read_text())
@@ -90,6 +88,7 @@ def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[s
         checkpoints=checkpoints, final_checkpoint=by_step.get(trainer.progress.step, {}).get("path"),
         best_checkpoint=by_step.get(outcome["best_step"], {}).get("path"),
         telemetry_dir=str((out_dir / "telemetry").resolve()), telemetry=telemetry.summary(out_dir / "telemetry"),
+        family=cfg.model.family, model_code=trainer.model_code,
     )
     tmp = out_dir / "result.json.tmp"
     tmp.write_text(result.to_json() + "\n")
@@ -143,48 +142,3 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
         reporter.log(f"best epoch {result.best_epoch}: val_{result.val_metric_name}={result.val_metric:.4f}; "
                      f"model in {result.model_dir}; result in {out_dir / RESULT}")
     return result
-
-
-def read_result(out_dir: str | Path) -> TrainingResult:
-    """The ``TrainingResult`` a finished run left in ``out_dir`` (the one way the launcher learns of it)."""
-    return TrainingResult.from_json((Path(out_dir) / RESULT).read_text())
-
-
-def _job(args: argparse.Namespace) -> TrainJob:
-    if args.job:
-        return TrainJob.from_json(args.job)
-    if not (args.config and args.train and args.validation and args.out):
-        raise ValueError("give --job, or all of --config, --train, --validation and --out")
-    return TrainJob(config=load_config(args.config).to_dict(), train_path=args.train,
-                    validation_path=args.validation, out_dir=args.out, data_version=args.data_version)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m mlassets.core.train", description="Train one model.")
-    parser.add_argument("--job", help="path of a TrainJob JSON file")
-    parser.add_argument("--config", help="pipeline config YAML (instead of --job)")
-    parser.add_argument("--train", help="training split (parquet), with --config")
-    parser.add_argument("--validation", help="validation split (parquet), with --config")
-    parser.add_argument("--out", help="output directory, with --config")
-    parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
-    args = parser.parse_args(argv)
-    try:
-        job = _job(args)
-        if os.environ.get("DAGSTER_PIPES_CONTEXT") and dd.env_ranks()[0] == 0:
-            from mlassets.integrations.pipes import PipesReporter
-
-            with PipesReporter() as reporter:  # logs stream to Dagster; an exception is reported, then re-raised
-                run_training(job, reporter, hard_crash=True)
-            return
-        result = run_training(job, PrintReporter(), hard_crash=True)
-        if result is not None:
-            print(json.dumps(result.summary(), sort_keys=True))
-    except (ValueError, OSError) as exc:
-        if os.environ.get("DAGSTER_PIPES_CONTEXT"):
-            raise
-        print(f"training failed: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-if __name__ == "__main__":
-    main()

@@ -37,7 +37,7 @@ class TrainingResult(Record):
     curves: list[dict[str, float]]
     best_epoch: int
     val_metric: float
-    val_metric_name: str  # mae (regression) or logloss (binary)
+    val_metric_name: str  # mae (regression) or logloss (binary, multiclass)
     steps: int
     attempt: int
     resumed_from_step: int  # 0: started from scratch
@@ -52,6 +52,8 @@ class TrainingResult(Record):
     best_checkpoint: str | None
     telemetry_dir: str
     telemetry: dict[str, float] = field(default_factory=dict)
+    family: str = "mlp"  # the model family that trained it (mlassets.core.train.family)
+    model_code: dict[str, str] = field(default_factory=dict)  # a plug-in's name and source sha256, as trained
 
     def checkpoint_names(self) -> list[str]:
         return [str(c["name"]) for c in self.checkpoints]
@@ -83,6 +85,9 @@ class Provenance(Record):
     image_digest: str = ""  # the training container's image, when it ran in one
     warm_start_from: str = ""  # the registered version whose weights it began from ("": trained from scratch)
     owners: list[str] = field(default_factory=list)  # the dataset's owners when it was trained
+    family: str = "mlp"  # the model family (records written before families have none: the MLP)
+    plugin: str = ""  # family torch: the plug-in that built the module ...
+    plugin_sha256: str = ""  # ... and the sha256 of its source file when it trained
 
 
 @dataclass(frozen=True, kw_only=True)

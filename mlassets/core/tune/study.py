@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -27,10 +26,9 @@ from mlassets.core import paths, tracking
 from mlassets.core.config import FaultConfig, PipelineConfig, ProfileConfig
 from mlassets.core.data.store import NotFound, VersionedStore
 from mlassets.core.features.store import export_splits
-from mlassets.core.train import distributed as dd
-from mlassets.core.train.loader import TabularData, load_data
-from mlassets.core.train.loop import Trainer
+from mlassets.core.train.family import family_of
 from mlassets.core.train.objectives import VAL_METRIC
+from mlassets.core.train.splits import Splits, read_splits
 from mlassets.core.tune.record import TrialRow, TunedHparams
 from mlassets.core.tune.space import SPACE, Param, epochs_of, suggest, with_values
 
@@ -68,45 +66,10 @@ def trial_config(cfg: PipelineConfig, values: Mapping[str, float]) -> PipelineCo
         checkpoint_every_minutes=0.0, telemetry_every_steps=0, faults=FaultConfig(), profile=ProfileConfig()))
 
 
-class _TrialSink:
-    """The loop's metrics sink for a trial: each epoch's validation metric goes to the trial's MLflow run and to
-    the pruner; a trial the pruner stops leaves the loop by ``optuna.TrialPruned``."""
-
-    def __init__(self, trial: optuna.Trial, name: str) -> None:
-        self.trial, self.name = trial, name
-
-    def log(self, metrics: Mapping[str, float], step: int) -> None:
-        if self.name not in metrics:
-            return  # train loss, telemetry
-        value = float(metrics[self.name])
-        mlflow.log_metric(self.name, value, step=step)
-        self.trial.report(value, step)
-        if self.trial.should_prune():
-            raise optuna.TrialPruned(f"epoch {step}: {self.name}={value:.4f} is worse than the median")
-
-    def close(self) -> None:
-        return None
-
-
-def _fit(cfg: PipelineConfig, data: TabularData, env: dd.DistEnv, out_dir: Path, sink: _TrialSink,
-         data_version: str) -> float:
-    """Train one trial with the pipeline's trainer; its best epoch's validation metric."""
-    tr = cfg.training
-    try:
-        with dd.deterministic(tr.seed, tr.threads, env.device):
-            trainer = Trainer(cfg, data, env, out_dir, lambda msg: None, sink, data_version, attempt=1)
-            try:
-                trainer.fit()
-            finally:
-                trainer.checkpointer.close()
-        return min(point["val_metric"] for point in trainer.progress.curves)
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
-
-
-def _objective(cfg: PipelineConfig, data: TabularData, env: dd.DistEnv, work: Path, name: str, data_version: str,
+def _objective(cfg: PipelineConfig, splits: Splits, work: Path, name: str, data_version: str,
                space: Mapping[str, Param]) -> Callable[[optuna.Trial], float]:
     metric = f"val_{VAL_METRIC[cfg.dataset.task]}"
+    family = family_of(cfg.model.family)
 
     def objective(trial: optuna.Trial) -> float:
         values = suggest(trial, cfg.tuning.params, space)
@@ -115,10 +78,17 @@ def _objective(cfg: PipelineConfig, data: TabularData, env: dd.DistEnv, work: Pa
                                      "data_commit": data_version})
         trial.set_user_attr("mlflow_run_id", run.info.run_id)
         mlflow.log_params(values)
+
+        def report(step: int, value: float) -> None:  # each epoch (or rounds) to MLflow and the pruner
+            mlflow.log_metric(metric, value, step=step)
+            trial.report(value, step)
+            if trial.should_prune():
+                raise optuna.TrialPruned(f"step {step}: {metric}={value:.4f} is worse than the median")
+
         state = "FAIL"
         try:
-            best = _fit(trial_config(cfg, values), data, env, work / f"trial-{trial.number}",
-                        _TrialSink(trial, metric), data_version)
+            best = family.fit_trial(trial_config(cfg, values), splits, work / f"trial-{trial.number}", data_version,
+                                    report)
             mlflow.log_metric(f"best_{metric}", best)
             state = "COMPLETE"
             return best
@@ -141,11 +111,16 @@ def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
 
 def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str | Path, data_version: str,
               work_dir: Path, *, storage: str | None = None, trials: int | None = None,
-              space: Mapping[str, Param] = SPACE, log: Callable[[str], None] = print) -> TunedHparams:
+              space: Mapping[str, Param] | None = None, log: Callable[[str], None] = print) -> TunedHparams:
     """Run ``trials`` (default ``tuning.trials``) more trials of the version's study on these splits."""
     started = time.perf_counter()
     url, name, n_trials = storage or storage_url(cfg), study_name(cfg, data_version), trials or cfg.tuning.trials
-    data = load_data(cfg, str(train_path), str(validation_path), None)  # once: trials change no preprocessing
+    data = read_splits(cfg, str(train_path), str(validation_path), None)  # once: trials change no preprocessing
+    space = space if space is not None else family_of(cfg.model.family).search_space(cfg)
+    unknown = [p for p in cfg.tuning.params if p not in space]
+    if unknown:
+        raise ValueError(f"tuning.params: {unknown[0]!r} is not searched for model.family {cfg.model.family!r} "
+                         f"(it searches {', '.join(space)})")
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial goes to ``log`` instead
     with warnings.catch_warnings():  # heartbeats are "experimental" in optuna 5.0
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -156,7 +131,6 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
     before = len(study.trials)  # a resumed study: new draws, not the first call's again
     study.sampler = optuna.samplers.TPESampler(seed=cfg.tuning.seed + before,
                                                n_startup_trials=max(2, min(10, n_trials // 3)))
-    env = dd.setup(cfg.training)
     log(f"study {name} ({storage_kind(url)}): {n_trials} trial(s) of {epochs_of(cfg)} epoch(s) over "
         f"{', '.join(cfg.tuning.params)}; {data.n_train} training rows, {data.n_val} validation rows"
         + (f"; resuming after {before} trial(s)" if before else ""))
@@ -176,14 +150,13 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
     try:
         mlflow.set_tags({"optuna_study": name, "optuna_storage": settings.mask_url(url)})
         work_dir.mkdir(parents=True, exist_ok=True)
-        study.optimize(_objective(cfg, data, env, work_dir, name, data_version, space), n_trials=n_trials,
+        study.optimize(_objective(cfg, data, work_dir, name, data_version, space), n_trials=n_trials,
                        callbacks=[report])
         record = _record(cfg, study, url, data_version, parent.info.run_id, n_trials, time.perf_counter() - started)
         mlflow.log_metrics({f"best_val_{record.metric}": record.best_value, "trials_pruned": record.trials_pruned,
                             "trials_complete": record.trials_complete})
         status = "FINISHED"
     finally:
-        dd.teardown(env)
         rdb.engine.dispose()
         if own:
             mlflow.end_run(status)

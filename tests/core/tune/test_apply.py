@@ -83,7 +83,8 @@ def test_the_effective_config_is_what_the_job_trains_with_and_the_record_names(t
     job = TrainJob.from_json(launch.prepare_job(None, cfg, "a" * 40, tmp_path))  # type: ignore[arg-type]
     assert parse_config(job.config).training.lr == 0.0123 and job.config == cfg.to_dict()
     env = Environment(torch_version="t", cpu_capability="c", cpu_model="m", blas="b", threads=1, world_size=1)
-    result = SimpleNamespace(data_version="a" * 40, seed=42, environment=env, weights_sha256="w")
+    result = SimpleNamespace(data_version="a" * 40, seed=42, environment=env, weights_sha256="w", family="mlp",
+                             model_code={})
     record = launch.provenance(cfg, result, "local", "run")  # type: ignore[arg-type]
     assert record.config_hash == canonical_hash(json.loads(json.dumps(job.config))) == cfg.config_hash()
     assert record.config_hash != _config().config_hash()

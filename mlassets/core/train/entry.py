@@ -1,0 +1,74 @@
+"""``python -m mlassets.core.train``: one training process of any model family (one per rank for the torch ones).
+
+    python -m mlassets.core.train --job job.json                  # one rank, no torchrun needed
+    torchrun --standalone --nnodes=1 --nproc-per-node=2 --max-restarts=0 -m mlassets.core.train --job job.json
+    torchrun --standalone --nproc-per-node=2 --max-restarts=0 -m mlassets.core.train \\
+        --config mlassets/configs/flights.yaml --train train.parquet --validation validation.parquet --out runs/r1
+
+The job's ``model.family`` trains it (``mlassets.core.train.family``); torch is imported only by the torch
+families. Whatever the family, the process leaves ``<out>/result.json`` (a ``TrainingResult``) and ``<out>/model``
+(a bundle); under Dagster Pipes only rank 0 opens the Pipes channel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from mlassets.core.config import load_config
+from mlassets.core.train.family import family_of
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.result import TrainingResult
+
+CRASH_EXIT = 75  # exit status of an injected crash
+RESULT = "result.json"
+
+
+def read_result(out_dir: str | Path) -> TrainingResult:
+    """The ``TrainingResult`` a finished run left in ``out_dir`` (the one way the launcher learns of it)."""
+    return TrainingResult.from_json((Path(out_dir) / RESULT).read_text())
+
+
+def _job(args: argparse.Namespace) -> TrainJob:
+    if args.job:
+        return TrainJob.from_json(args.job)
+    if not (args.config and args.train and args.validation and args.out):
+        raise ValueError("give --job, or all of --config, --train, --validation and --out")
+    return TrainJob(config=load_config(args.config).to_dict(), train_path=args.train,
+                    validation_path=args.validation, out_dir=args.out, data_version=args.data_version)
+
+
+def _rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m mlassets.core.train", description="Train one model.")
+    parser.add_argument("--job", help="path of a TrainJob JSON file")
+    parser.add_argument("--config", help="pipeline config YAML (instead of --job)")
+    parser.add_argument("--train", help="training split (parquet), with --config")
+    parser.add_argument("--validation", help="validation split (parquet), with --config")
+    parser.add_argument("--out", help="output directory, with --config")
+    parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
+    args = parser.parse_args(argv)
+    try:
+        job = _job(args)
+        family = family_of(str(job.config.get("model", {}).get("family", "mlp")))
+        if os.environ.get("DAGSTER_PIPES_CONTEXT") and _rank() == 0:
+            from mlassets.integrations.pipes import PipesReporter
+
+            with PipesReporter() as reporter:  # logs stream to Dagster; an exception is reported, then re-raised
+                family.train(job, reporter, hard_crash=True)
+            return
+        result = family.train(job, PrintReporter(), hard_crash=True)
+        if result is not None:
+            print(json.dumps(result.summary(), sort_keys=True))
+    except (ValueError, OSError) as exc:
+        if os.environ.get("DAGSTER_PIPES_CONTEXT"):
+            raise
+        print(f"training failed: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

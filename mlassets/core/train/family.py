@@ -1,0 +1,107 @@
+"""The model-family protocol: how one kind of model is built, trained, saved, loaded and searched.
+
+Everything after training (evaluation, the gate, the registry, serving, rebuild, warm start, tuning, drift and
+the dashboard) holds a ``ModelBundle`` and asks its family only what this protocol says; nothing asks which
+family it has. A family is registered by name (``model.family`` in the config):
+
+=========  =====================================================================================
+mlp        the built-in network (embeddings + MLP), trained by the torch loop (DDP/FSDP, torchrun)
+torch      an ``nn.Module`` of the user's own, from ``model.plugin``; trained by the same torch loop
+lightgbm   gradient-boosted trees (LightGBM), one process, native categorical features
+xgboost    gradient-boosted trees (XGBoost), one process, native categorical features
+=========  =====================================================================================
+
+Inputs are the preprocessor's arrays: category codes ``x_cat`` (int64 [n, n_cat], 0 = unknown) and numerics
+``x_num`` (float32 [n, n_num], standardized). A family's raw output is one value per row (regression: the
+standardized target; binary: the logit of P(1)) or one logit per class (multiclass, [n, k]); the bundle turns
+it into target units or probabilities.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mlassets.core.config import PipelineConfig
+    from mlassets.core.train.job import TrainJob
+    from mlassets.core.train.reporting import Reporter
+    from mlassets.core.train.result import TrainingResult
+    from mlassets.core.train.splits import Splits
+    from mlassets.core.tune.space import Param
+
+FAMILIES = {  # name -> "module:class"; imported only when asked for (no torch for trees, no trees for torch)
+    "mlp": "mlassets.core.train.families.torch_nn:MLPFamily",
+    "torch": "mlassets.core.train.families.torch_nn:PluginFamily",
+    "lightgbm": "mlassets.core.train.families.gbdt:LightGBMFamily",
+    "xgboost": "mlassets.core.train.families.gbdt:XGBoostFamily",
+}
+TORCH_FAMILIES = ("mlp", "torch")  # trained by the torch loop (torchrun, ranks); the others in one process
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """What a model is built from: the inputs' shape and the task (a plug-in's builder gets exactly this)."""
+
+    cardinalities: list[int]  # per categorical column: vocabulary size + 1 (index 0: unknown)
+    n_numeric: int
+    output_size: int  # 1 (regression, binary) or the number of classes
+    task: str  # regression, binary or multiclass
+    params: dict[str, Any] = field(default_factory=dict)  # model.params, free for the family
+
+
+class Family(Protocol):
+    """One kind of model. ``weights_file`` is the file in a bundle whose sha256 the registry record keeps."""
+
+    name: str
+    weights_file: str
+    distributed: bool  # trains under torchrun with ``training.nproc`` ranks; else one process
+
+    def check(self, cfg: PipelineConfig) -> None:
+        """Config rules of this family (``ConfigError`` naming the key and value), before any work."""
+
+    def train(self, job: TrainJob, reporter: Reporter, hard_crash: bool) -> TrainingResult | None:
+        """Fit on the job's splits with checkpoints; resume from the newest valid one of this run; rank 0 writes
+        the bundle and ``result.json`` and returns the result (other ranks None)."""
+
+    def save(self, model: Any, directory: Path) -> None:
+        """Write the model to ``directory / weights_file`` (tensors or a native model file, never a pickle)."""
+
+    def load(self, directory: Path, spec: FeatureSpec, model_config: Mapping[str, Any]) -> Any:
+        """The model saved in ``directory``, safely (``weights_only`` tensors, native model files)."""
+
+    def predict(self, model: Any, x_cat: np.ndarray, x_num: np.ndarray) -> np.ndarray:
+        """Raw outputs, float64: [n] or [n, k] (multiclass)."""
+
+    def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
+        """What tuning may search for this family (``tuning.params`` chooses among these)."""
+
+    def fit_trial(self, cfg: PipelineConfig, splits: Splits, out_dir: Path, data_version: str,
+                  report: Callable[[int, float], None]) -> float:
+        """Train one tuning trial in this process on ``splits``, calling ``report(step, val_metric)`` as it goes
+        (an epoch, or a number of boosting rounds; it raises to prune); the best validation metric."""
+
+    def recorded(self, cfg: PipelineConfig) -> dict[str, str]:
+        """What the registry record keeps about the model's code (a plug-in's name and source sha256)."""
+
+
+_LOADED: dict[str, Family] = {}
+
+
+def family_of(name: str) -> Family:
+    """The family registered as ``name``."""
+    if name not in FAMILIES:
+        raise ValueError(f"model.family: {name!r} is not a model family (choose: {', '.join(FAMILIES)})")
+    if name not in _LOADED:
+        module, _, cls = FAMILIES[name].partition(":")
+        _LOADED[name] = getattr(importlib.import_module(module), cls)()
+    return _LOADED[name]
+
+
+def output_size(task: str, classes: list[str]) -> int:
+    return len(classes) if task == "multiclass" else 1
