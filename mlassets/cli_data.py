@@ -127,6 +127,13 @@ def cmd_versions(args: argparse.Namespace) -> int:
 
 
 def cmd_example(args: argparse.Namespace) -> int:
+    if args.name == "torch-plugin":
+        from mlassets.examples.torch_plugin import write_example as write_plugin
+
+        config = write_plugin(args.directory)
+        print(f"wrote a torch module builder {config.parent / 'model.py'} and its config {config}")
+        print(f"next: mlassets ingest --config {config} --partition 2013-01; then mlassets run --config {config}")
+        return 0
     from mlassets.examples.sales import write_example
 
     config = write_example(args.directory, args.months)
@@ -159,8 +166,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)
     versions.set_defaults(func=cmd_versions)
-    example = sub.add_parser("example", help="write the example sales dataset (CSV files and their config)")
-    example.add_argument("name", choices=["sales"])
+    example = sub.add_parser("example", help="write an example to copy: sales (your own CSV data) or torch-plugin "
+                                            "(your own torch module)")
+    example.add_argument("name", choices=["sales", "torch-plugin"])
     example.add_argument("directory", help="where to write it")
-    example.add_argument("--months", type=int, default=4)
+    example.add_argument("--months", type=int, default=4, help="sales: how many monthly files")
     example.set_defaults(func=cmd_example)

@@ -31,6 +31,7 @@ from mlassets.core.features.store import export_splits, write_features
 from mlassets.core.registry import versions
 from mlassets.core.registry.record import RegistryRecord
 from mlassets.core.registry.warm import verified_bundle
+from mlassets.core.train import plugin
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.launch import prepare_job, train_command
 
@@ -114,6 +115,11 @@ def rebuild(name: str, version: str) -> RebuildReport:
     record = versions.record_of(registered)
     report = RebuildReport(name, str(version), not_exact_because=environment_reasons(record))
     config = _config(record)
+    if record.plugin:  # the module's code lives outside the recorded git tree: it must be the same file again
+        try:
+            plugin.check_unchanged(record.plugin, record.plugin_sha256)
+        except plugin.PluginError as exc:
+            raise RebuildError(str(exc)) from None
     scratch = Path(tempfile.mkdtemp(prefix="mlassets-rebuild-", dir=paths.work_dir("rebuild")))
     try:
         init = verified_bundle(name, record.warm_start_from) if record.warm_start_from else ""
