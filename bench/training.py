@@ -28,6 +28,7 @@ from mlassets.core.config import parse_config
 from mlassets.core.train import distributed as dd
 from mlassets.core.train import metrics as run_log
 from mlassets.core.train.artifact import build_model
+from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
 from mlassets.core.train.loader import TabularData, load_data
@@ -55,10 +56,11 @@ def _job(root: Path, name: str, spec: dict, rows: int, **training: object) -> Tr
 
 
 def bare_loop(data: TabularData, job: TrainJob) -> float:
-    """Seconds of the plain loop: same network, optimizer, loss and batches as the platform, nothing else."""
+    """Seconds of the plain loop: same module (of any torch family), optimizer, loss and batches as the platform,
+    nothing else."""
     tr = parse_config(job.config).training
     with dd.deterministic(tr.seed, tr.threads, torch.device("cpu")):
-        model = build_model(job.config["model"], data.pre.cardinalities, len(data.pre.numeric))
+        model = family_of(job.config["model"]["family"]).build(data.spec, job.config["model"])
         optimizer = torch.optim.AdamW(model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay, fused=True)
         loss_fn = torch.nn.L1Loss(reduction="sum")
         started = time.perf_counter()
@@ -88,22 +90,27 @@ def platform_loop(job: TrainJob) -> dict:
     return result
 
 
+def throughput_ratio(spec: dict, root: Path, what: str) -> Result:
+    """Bare loop / platform loop seconds, median of ``PAIRS`` alternated pairs on the same data."""
+    base = _job(root, "warm", spec, THROUGHPUT_ROWS)
+    cfg = parse_config(base.config)
+    data = load_data(cfg, base.train_path, base.validation_path, None)
+    ratios, detail = [], ""
+    for i in range(PAIRS):
+        bare = bare_loop(data, base)
+        result = platform_loop(_job(root, f"run{i}", spec, THROUGHPUT_ROWS))
+        ratios.append(bare / result.loop_seconds)
+        detail = (f"{result.steps} steps of {cfg.training.batch_size} rows, {what}; bare {bare:.2f} s vs platform "
+                  f"loop {result.loop_seconds:.2f} s ({len(result.checkpoints)} checkpoints kept; MLflow flushed "
+                  "every 1 s)")
+    return Result(statistics.median(ratios), "x", f"median of {PAIRS} alternated pairs "
+                  f"[{', '.join(f'{r:.3f}' for r in ratios)}]; last: {detail}")
+
+
 @benchmark("training_throughput", goal="platform / bare-loop throughput", better="higher", target=0.97)
 def training_throughput() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
-        base = _job(Path(tmp), "warm", THROUGHPUT, THROUGHPUT_ROWS)
-        cfg = parse_config(base.config)
-        data = load_data(cfg, base.train_path, base.validation_path, None)
-        ratios, detail = [], ""
-        for i in range(PAIRS):
-            bare = bare_loop(data, base)
-            result = platform_loop(_job(Path(tmp), f"run{i}", THROUGHPUT, THROUGHPUT_ROWS))
-            ratios.append(bare / result.loop_seconds)
-            detail = (f"{result.steps} steps of {cfg.training.batch_size} rows, hidden {cfg.model.hidden}; "
-                      f"bare {bare:.2f} s vs platform loop {result.loop_seconds:.2f} s "
-                      f"({len(result.checkpoints)} checkpoints kept; MLflow flushed every 1 s)")
-    return Result(statistics.median(ratios), "x", f"median of {PAIRS} alternated pairs "
-                  f"[{', '.join(f'{r:.3f}' for r in ratios)}]; last: {detail}")
+        return throughput_ratio(THROUGHPUT, Path(tmp), f"mlp hidden {THROUGHPUT['model']['hidden']}")
 
 
 def _stalls(result: dict, every: int) -> list[float]:

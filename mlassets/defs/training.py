@@ -55,13 +55,19 @@ def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> 
     """The champion's version when the run asks for a warm start (``mlassets/retrain: warm_start``), else ''."""
     from mlassets.core.automation.policy import WARM_START
     from mlassets.core.registry.promote import live_version
+    from mlassets.core.registry.warm import warm_start_refusal
 
     if context.run.tags.get(RETRAIN_TAG) != WARM_START:
         return ""
-    live = live_version(cfg.model.registered_name)
-    context.log.info(f"warm start from {cfg.model.registered_name} v{live}" if live else
-                     "warm start asked, but there is no champion: training from scratch")
-    return live or ""
+    name = cfg.model.registered_name
+    live = live_version(name)
+    if not live:
+        context.log.info("warm start asked, but there is no champion: training from scratch")
+        return ""
+    reason = warm_start_refusal(name, live, cfg.model.family)
+    context.log.info(f"warm start asked, but {reason}: training from scratch" if reason else
+                     f"warm start from {name} v{live}")
+    return "" if reason else live
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:

@@ -61,6 +61,7 @@ class Family(Protocol):
     name: str
     weights_file: str
     distributed: bool  # trains under torchrun with ``training.nproc`` ranks; else one process
+    supports_warm_start: bool  # can begin from a registered model of the same family (``warm_start``)
 
     def check(self, cfg: PipelineConfig) -> None:
         """Config rules of this family (``ConfigError`` naming the key and value), before any work."""
@@ -88,6 +89,10 @@ class Family(Protocol):
 
     def recorded(self, cfg: PipelineConfig) -> dict[str, str]:
         """What the registry record keeps about the model's code (a plug-in's name and source sha256)."""
+
+    def warm_start(self, bundle: Any, pre: Any, model: Any) -> tuple[Any, list[str]]:
+        """``model``'s state with ``bundle``'s learned state mapped onto it (categories matched by name), and
+        what was left as initialized; only when ``supports_warm_start``."""
 
 
 _LOADED: dict[str, Family] = {}

@@ -34,6 +34,7 @@ class TorchFamily:
     name = ""
     weights_file = WEIGHTS
     distributed = True
+    supports_warm_start = True
     tunable = ("lr", "weight_decay", "batch_size")
 
     def build(self, spec: FeatureSpec, model_config: Mapping[str, Any]) -> nn.Module:
