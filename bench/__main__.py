@@ -20,7 +20,7 @@ from bench.registry import Benchmark, registered
 # add new bench/*.py modules here
 MODULES: tuple[str, ...] = (
     "bench.orchestration", "bench.evaluation", "bench.store", "bench.features", "bench.training",
-    "bench.diagnose", "bench.snapshot", "bench.automation", "bench.own_model",
+    "bench.diagnose", "bench.snapshot", "bench.automation", "bench.own_model", "bench.startup",
 )
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")
 HEADER = ("name", "measured", "goal", "met?", "detail")
@@ -72,7 +72,8 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
 
 def main(argv: Sequence[str] | None = None, modules: Sequence[str] = MODULES) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("names", nargs="*", help="benchmarks, or groups (a module's name: startup, training, ...), "
+                                                "to run (default: all)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -84,10 +85,12 @@ def main(argv: Sequence[str] | None = None, modules: Sequence[str] = MODULES) ->
         for b in benches:
             print(f"{b.name}: {b.goal_text()}")
         return 0
-    unknown = sorted(set(args.names) - {b.name for b in benches})
+    groups = {b.fn.__module__.rpartition(".")[2] for b in benches}
+    unknown = sorted(set(args.names) - {b.name for b in benches} - groups)
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; see --list")
-    chosen = [b for b in benches if not args.names or b.name in args.names]
+    chosen = [b for b in benches if not args.names or b.name in args.names
+              or b.fn.__module__.rpartition(".")[2] in args.names]
     rows, crashed = [], False
     for bench in chosen:
         print(f"bench: running {bench.name} ...", file=sys.stderr, flush=True)

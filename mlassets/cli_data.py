@@ -104,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mlassets.versions import data_versions
 
     instance = get_instance()
-    known = data_versions(instance, cfg)
+    known = data_versions(cfg)
     if not known:
         raise ConfigError(f"{cfg.dataset.name} has no data version yet: mlassets ingest --config {args.config} ...")
     wanted = known[-1].version if args.version == "latest" else args.version
@@ -119,10 +119,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_versions(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
-    from mlassets.instance import get_instance
     from mlassets.versions import data_versions, format_versions
 
-    print(format_versions(data_versions(get_instance(), cfg), label(cfg)))
+    print(format_versions(data_versions(cfg), label(cfg)))
     return 0
 
 

@@ -1,22 +1,21 @@
 """A dataset's data versions as one table: the partitions each added, its gate decision, its model version, and
-which version is the champion's (by the promotion log). Read from the records the assets handed on."""
+which version is the champion's (by the promotion log). Read from the store's watched branch (every commit is a
+data version), the records the assets handed on, and the promotion log: no Dagster instance, no MLflow."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dagster as dg
-
 from mlassets.core import paths
+from mlassets.core.automation.commits import new_commits
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
 from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.naming import asset_path
 from mlassets.core.records import RecordError, RecordFiles
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.registry.record import RegisteredVersion
-from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.lookup import added_partitions
-from mlassets.defs.partitions import data_versions as versions_def
 
 
 @dataclass
@@ -28,25 +27,25 @@ class VersionInfo:
     champion: bool
 
 
-def _read(files: RecordFiles, key: dg.AssetKey, partition: str, cls: type) -> object | None:
+def _read(files: RecordFiles, key: list[str], partition: str, cls: type) -> object | None:
     try:
-        return files.read(key.path, partition, cls) if files.exists(key.path, partition) else None
+        return files.read(key, partition, cls) if files.exists(key, partition) else None
     except RecordError:
         return None
 
 
-def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig,
-                  store: VersionedStore | None = None) -> list[VersionInfo]:
+def data_versions(cfg: PipelineConfig, store: VersionedStore | None = None) -> list[VersionInfo]:
     """Oldest first, as the ingests created them; the partition each added is in its store commit's metadata."""
-    keys, files = DatasetKeys.of(cfg), RecordFiles(paths.records_root())
-    store = store or open_store()
+    files, name = RecordFiles(paths.records_root()), cfg.dataset.name
+    commits = new_commits(store or open_store(), raw_repo(cfg), WATCHED_BRANCH, None).commits
     live = PromotionLog().live(cfg.model.registered_name)
     out = []
-    for version in instance.get_dynamic_partitions(versions_def(cfg).name):
-        gate = _read(files, keys.gate_result, version, GateResult)
-        registered = _read(files, keys.registered_model, version, RegisteredVersion)
+    for commit in commits:
+        version, added = commit.id, commit.metadata.get("partition", "")
+        gate = _read(files, asset_path(name, "gate_result"), version, GateResult)
+        registered = _read(files, asset_path(name, "registered_model"), version, RegisteredVersion)
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
-        out.append(VersionInfo(version=version, partitions=added_partitions(store, cfg, version),
+        out.append(VersionInfo(version=version, partitions=[added] if added else [],
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
                                model_version=model, champion=live is not None and live.to_version == model))
     return out

@@ -32,3 +32,9 @@ def version_label(partitions: Sequence[str], data_version: str) -> str:
 def run_name(dataset: str, label: str) -> str:
     """An MLflow run's name: ``flights · 2013-03 · 6870220f``."""
     return f"{dataset}{SEPARATOR}{label}"
+
+
+def asset_path(dataset: str, asset: str) -> list[str]:
+    """An asset's key path in a dataset's graph (``["flights", "gate_result"]``; the raw data is ``raw_<dataset>``),
+    which is also where its records are kept: without Dagster, for commands that only read."""
+    return [dataset, f"raw_{dataset}" if asset == "raw" else asset]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.naming import asset_path
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,4 @@ class DatasetKeys:
 
     @classmethod
     def of(cls, cfg: PipelineConfig) -> DatasetKeys:
-        name = cfg.dataset.name
-        names = {f: f for f in cls.__dataclass_fields__}
-        names["raw"] = f"raw_{name}"
-        return cls(**{f: dg.AssetKey([name, n]) for f, n in names.items()})
+        return cls(**{f: dg.AssetKey(asset_path(cfg.dataset.name, f)) for f in cls.__dataclass_fields__})

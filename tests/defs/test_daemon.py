@@ -70,7 +70,7 @@ def test_landed_files_reach_a_gate_decision_and_a_champion_across_a_daemon_crash
     ingests = _finished(instance, "sales_ingest")
     assert [r.tags["dagster/partition"] for r in ingests] == ["2024-01", "2024-02", "2024-03"]  # once each
     assert all(r.tags["mlassets/trigger"] == "landing" and r.status == dg.DagsterRunStatus.SUCCESS for r in ingests)
-    versions = data_versions(instance, cfg)
+    versions = data_versions(cfg)
     assert [v.partitions for v in versions] == [["2024-01"], ["2024-02"], ["2024-03"]]
     pipelines = _finished(instance, "sales_pipeline")
     assert [r.tags["dagster/partition"] for r in pipelines] == [v.version for v in versions]  # once each, in order

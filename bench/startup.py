@@ -1,0 +1,131 @@
+"""The fast loop: what a user waits for before a command answers or a run does work, against anchors measured in
+the same run (``python -m bench startup`` prints them together).
+
+- ``cli_help``, ``cli_config_error``: ``mlassets --help`` and a config with a typo, in seconds (anchor: ``python -c
+  pass``);
+- ``versions_speed``, ``history_speed``: the read-only commands on a demo home ÷ ``python -c "import dagster"``;
+- ``code_location_load``: import and build the definitions, resolve every job ÷ ``import dagster``;
+- ``demo_overhead``: a demo of three months, whole run ÷ the steps' compute.
+
+Each command runs in a fresh interpreter; the figure is the median of ``REPEATS`` calls, alternated with its anchor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.registry import Result, benchmark
+
+REPEATS = 5
+PASS = [sys.executable, "-c", "pass"]
+IMPORT_DAGSTER = [sys.executable, "-c", "import dagster"]
+LOAD = [sys.executable, "-c", "import mlassets.definitions as d\nd.defs().get_repository_def().get_all_jobs()"]
+MLASSETS = [sys.executable, "-m", "mlassets.cli"]
+_HOME: dict[str, str] = {}
+
+
+def _seconds(command: list[str], env: dict[str, str] | None = None) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 2):  # 2: the config error the benchmark asks for
+        raise RuntimeError(f"{' '.join(command[-4:])} exited {done.returncode}: {done.stderr[-1500:]}")
+    return elapsed
+
+
+def paired(command: list[str], anchor: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Medians of ``command`` and ``anchor``, alternated (so both see the same machine), first calls dropped."""
+    _seconds(command, env), _seconds(anchor, env)  # warm the file cache for both
+    ours, theirs = [], []
+    for _ in range(REPEATS):
+        ours.append(_seconds(command, env))
+        theirs.append(_seconds(anchor, env))
+    return statistics.median(ours), statistics.median(theirs)
+
+
+@benchmark("cli_help", goal="mlassets --help (s)", better="lower", target=0.5)
+def cli_help() -> Result:
+    ours, anchor = paired([*MLASSETS, "--help"], PASS)
+    return Result(ours, "s", f"python -c pass {anchor:.3f} s in the same run ({ours / anchor:.1f}x)")
+
+
+@benchmark("cli_config_error", goal="a config error reported (s)", better="lower", target=1.0)
+def cli_config_error() -> Result:
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        bad = Path(tmp) / "bad.yaml"
+        bad.write_text("dataset:\n  name: sales\n  sourcee: files\n")
+        ours, anchor = paired([*MLASSETS, "ingest", "--config", str(bad), "--partition", "2024-01"], PASS)
+    return Result(ours, "s", f"`mlassets ingest` with a typo in the config; python -c pass {anchor:.3f} s")
+
+
+def demo_home() -> str:
+    """A home with three flights months through the pipeline (made once per bench run; the demo benchmark's)."""
+    if not _HOME:
+        home = tempfile.mkdtemp(prefix="bench-startup-home-")
+        _HOME.update(home=home, **_demo(home))
+    return _HOME["home"]
+
+
+def _demo(home: str) -> dict[str, float]:
+    """Play three months (a fifth of each) in this process; its wall time and the steps' compute."""
+    from bench.orchestration import step_compute_seconds
+    from mlassets.core.config import load_config, shipped_configs
+    from mlassets.demo import run_demo
+    from mlassets.instance import get_instance
+
+    saved = os.environ.get("MLASSETS_HOME")
+    os.environ["MLASSETS_HOME"] = home
+    try:
+        cfg = load_config(shipped_configs()["flights"])
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=0.2))
+        with get_instance() as instance:
+            started = time.perf_counter()
+            run_demo(instance, cfg, cfg.dataset.partitions.keys[:3], {}, progress=lambda _: None)
+            wall = time.perf_counter() - started
+            compute = sum(step_compute_seconds(instance, r.dagster_run.run_id) for r in instance.get_run_records())
+    finally:
+        if saved is None:
+            os.environ.pop("MLASSETS_HOME", None)
+        else:
+            os.environ["MLASSETS_HOME"] = saved
+    return {"wall": wall, "compute": compute}
+
+
+def _home_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI")}
+    return {**env, "MLASSETS_HOME": demo_home()}
+
+
+@benchmark("versions_speed", goal="mlassets versions on a demo home / import dagster", better="lower", target=1.5)
+def versions_speed() -> Result:
+    ours, anchor = paired([*MLASSETS, "versions", "--config", "flights"], IMPORT_DAGSTER, _home_env())
+    return Result(ours / anchor, "x", f"{ours:.2f} s vs import dagster {anchor:.2f} s (3 data versions)")
+
+
+@benchmark("history_speed", goal="mlassets history on a demo home / import dagster", better="lower", target=1.5)
+def history_speed() -> Result:
+    ours, anchor = paired([*MLASSETS, "history"], IMPORT_DAGSTER, _home_env())
+    return Result(ours / anchor, "x", f"{ours:.2f} s vs import dagster {anchor:.2f} s")
+
+
+@benchmark("code_location_load", goal="import + build the definitions + resolve jobs / import dagster",
+           better="lower", target=2.5)
+def code_location_load() -> Result:
+    ours, anchor = paired(LOAD, IMPORT_DAGSTER, _home_env())
+    return Result(ours / anchor, "x", f"{ours:.2f} s vs import dagster {anchor:.2f} s (the shipped configs' graphs)")
+
+
+@benchmark("demo_overhead", goal="demo of 3 months (a fifth of each): whole run / steps' compute", better="lower",
+           target=1.3)
+def demo_overhead() -> Result:
+    demo_home()
+    wall, compute = _HOME["wall"], _HOME["compute"]
+    return Result(wall / compute, "x", f"{wall:.1f} s for 3 ingests and 3 pipeline runs, of which the steps "
+                  f"computed {compute:.1f} s (overhead {wall - compute:.1f} s)")
