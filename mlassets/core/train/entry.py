@@ -46,6 +46,21 @@ def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def die_with_launcher() -> None:
+    """Under torchrun or Dagster Pipes, end when the launcher ends, also when it is SIGKILLed (Linux: the parent-
+    death signal). torchrun starts each rank in a session of its own, so without this a rank outlives its lost agent:
+    it trains on, or writes into a working area that the step's retry now owns."""
+    launched = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("DAGSTER_PIPES_CONTEXT")
+    if sys.platform != "linux" or not launched:
+        return
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the launcher was gone before the signal was armed
+        raise SystemExit("training: the launcher that started this process is gone; not training alone")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mlassets.core.train", description="Train one model.")
     parser.add_argument("--job", help="path of a TrainJob JSON file")
@@ -55,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", help="output directory, with --config")
     parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
     args = parser.parse_args(argv)
+    die_with_launcher()
     try:
         job = _job(args)
         family = family_of(str(job.config.get("model", {}).get("family", "mlp")))

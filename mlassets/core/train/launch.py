@@ -71,6 +71,29 @@ def train_command(nproc: int, job_path: Path, torchrun: bool = False) -> list[st
             "-m", "mlassets.core.train", "--job", str(job_path)]
 
 
+def node_args(nnodes: int, nproc: int, endpoint: str, rdzv_id: str, node_rank: int | None = None,
+              is_host: bool | None = None) -> list[str]:
+    """torchrun's arguments for one node of ``nnodes`` meeting at ``endpoint`` (host:port) by c10d rendezvous; the
+    same on every node (the k8s manifests, the README, the two-node test). ``node_rank``/``is_host`` pin what the
+    rendezvous would otherwise decide (which node hosts the store; on one machine both would think they are it)."""
+    args = [f"--nnodes={nnodes}", f"--nproc-per-node={nproc}", "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}",
+            f"--rdzv-id={rdzv_id}", "--max-restarts=0"]
+    if node_rank is not None:
+        args.append(f"--node-rank={node_rank}")
+    if is_host is not None:
+        args.append(f"--rdzv-conf=is_host={str(is_host).lower()}")
+    return args
+
+
+def node_command(job_path: Path, nnodes: int, nproc: int, endpoint: str, rdzv_id: str, node_rank: int | None = None,
+                 is_host: bool | None = None) -> list[str]:
+    """The command one node runs to train ``job_path`` across ``nnodes`` nodes (see ``node_args``)."""
+    script = Path(sys.executable).with_name("torchrun")
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*launcher, *node_args(nnodes, nproc, endpoint, rdzv_id, node_rank, is_host),
+            "-m", "mlassets.core.train", "--job", str(job_path)]
+
+
 def commit_checkpoints(store: VersionedStore, cfg: PipelineConfig, run_key: str, result: TrainingResult,
                        working_area: Path) -> CheckpointSet:
     """Commit the final and the best checkpoint to the derived repository (never the watched branch).
