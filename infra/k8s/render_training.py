@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from mlassets.core.train.launch import node_args
+
 TEMPLATE = Path(__file__).with_name("train-multinode.yaml")
 PORT = 29500
 NAME = re.compile(r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$")  # a DNS label short enough for "<name>-<index>"
@@ -44,8 +46,7 @@ def render(nodes: int, gpus_per_node: int, image: str, job: str, name: str = "ml
     container = pod["spec"]["containers"][0]
     container["image"] = image
     ranks = gpus_per_node or procs_per_node
-    container["args"] = [f"--nnodes={nodes}", f"--nproc-per-node={ranks}", "--rdzv-backend=c10d",
-                         f"--rdzv-endpoint={name}-0.{name}:{PORT}", f"--rdzv-id={name}", "--max-restarts=0",
+    container["args"] = [*node_args(nodes, ranks, f"{name}-0.{name}:{PORT}", name),  # what every node runs
                          "-m", "mlassets.core.train", "--job", "$(MLASSETS_TRAIN_JOB)"]
     container["env"] = [{"name": "MLASSETS_TRAIN_JOB", "value": job}]
     limits = container["resources"].setdefault("limits", {})
