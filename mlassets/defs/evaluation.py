@@ -17,24 +17,11 @@ from mlassets.defs.partitions import data_versions
 _LATENCY = ("single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms", "rows_per_s")
 _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier", "ece"),
             "multiclass": ("logloss", "accuracy", "macro_f1", "ece", "unseen_class_rows")}
-_CLASS = ("precision", "recall", "f1", "predicted")
-
-
-def class_table(result: Evaluation) -> list[dict[str, object]]:
-    """One row per class: holdout rows, whether each model knows it, and each model's precision, recall, F1."""
-    rows = []
-    for c in result.classes:
-        row: dict[str, object] = {"class": c.value, "n": c.n, "candidate_knows": c.candidate_knows}
-        row.update({f"candidate_{k}": c.candidate.get(k, math.nan) for k in _CLASS})
-        if c.champion is not None:
-            row["champion_knows"] = bool(c.champion_knows)
-            row.update({f"champion_{k}": c.champion.get(k, math.nan) for k in _CLASS})
-        rows.append(row)
-    return rows
 
 
 def evaluation_metadata(result: Evaluation) -> dict[str, object]:
-    """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration."""
+    """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration, and
+    the class table of a multiclass model."""
     from mlassets.core.evaluate.rules import MB
 
     meta: dict[str, object] = {}
@@ -53,7 +40,7 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
                                     ["model", "bin", "lower", "upper", "count", "mean_predicted", "observed_rate"])
     meta["slices"] = table(result.slice_frame().to_dict(orient="records"))
     if result.classes:
-        meta["classes"] = table(class_table(result))
+        meta["classes"] = table(result.class_frame().to_dict(orient="records"))
     meta.update({"main_metric": result.main_metric, "champion_version": result.champion_version or "none",
                  "holdout_rows": dg.MetadataValue.int(result.holdout_rows),
                  "dropped_missing_target": dg.MetadataValue.int(result.dropped_missing_target),

@@ -111,6 +111,20 @@ class Evaluation(Record):
             records.append(rec)
         return pd.DataFrame.from_records(records, columns=None if records else ["slice", "value", "n"])
 
+    def class_frame(self) -> pd.DataFrame:
+        """The class rows (multiclass) as a table: class, rows, ``<model>_knows`` and ``<model>_<metric>`` columns."""
+        import pandas as pd
+
+        records = []
+        for row in self.classes:
+            rec: dict[str, Any] = {"class": row.value, "n": row.n, "candidate_knows": row.candidate_knows}
+            rec.update({f"candidate_{k}": v for k, v in row.candidate.items()})
+            if row.champion is not None:
+                rec["champion_knows"] = bool(row.champion_knows)
+                rec.update({f"champion_{k}": v for k, v in row.champion.items()})
+            records.append(rec)
+        return pd.DataFrame.from_records(records, columns=None if records else ["class", "n"])
+
 
 def prediction_stats(pred: np.ndarray, low: float, high: float) -> PredictionStats:
     import numpy as np
