@@ -1,4 +1,5 @@
-"""Models and gate: promotion history, champion against each candidate per slice, every gate rule."""
+"""Models and gate: promotion history, champion against each candidate per slice, every gate rule, the holdout
+metrics of a version and its per-class table (multiclass)."""
 
 import plotly.express as px
 import streamlit as st
