@@ -18,7 +18,7 @@ from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promote import live_version
-from mlassets.serving import load_champion
+from mlassets.serving import PredictionSet, load_champion
 from tests.test_own_data import _package_file, cli
 
 pytestmark = pytest.mark.e2e
@@ -85,6 +85,8 @@ def test_penguin_species_reaches_a_champion_is_served_with_probabilities_and_reb
     assert {r.slice for r in evaluation.slices} == {"island", "species"}
     assert all(np.isfinite([r.change, r.ci_low, r.ci_high]).all() for r in evaluation.slices)  # paired intervals
     assert dashboard.evaluation(NAME, 2).to_json() == evaluation.to_json()  # the record the run logged to MLflow
+    handed = RecordFiles(paths.records_root()).read([NAME, "predictions"], second.data_commit, PredictionSet)
+    assert handed.mae is None and 0.8 < handed.accuracy <= 1  # the champion's batch predictions, scored
 
     rows = pd.read_csv(_package_file("palmerpenguins", "data", "penguins.csv")).head(40)
     served = load_champion(NAME).predict(rows)
