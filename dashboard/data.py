@@ -168,27 +168,74 @@ def versions(model: str) -> pd.DataFrame:
 
 
 def gate_rules(model: str, version: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(every gate rule with value, limit, passed and reason; the slices the gate could not judge)."""
+    """(every gate rule with value, limit, bound (max or min), passed and reason; the slices the gate could not
+    judge)."""
     from mlassets.core.evaluate.gate import GateResult
 
     tags = _client().get_model_version(model, str(version)).tags
     raw = _gate(tags)
     rules = GateResult.from_dict(raw).rules if raw else []
-    frame = pd.DataFrame([{"rule": r.name, "value": r.value, "limit": r.limit, "passed": r.passed,
-                           "reason": r.reason} for r in rules], columns=["rule", "value", "limit", "passed", "reason"])
+    columns = ["rule", "value", "limit", "bound", "passed", "reason"]
+    frame = pd.DataFrame([{"rule": r.name, "value": r.value, "limit": r.limit, "bound": r.bound, "passed": r.passed,
+                           "reason": r.reason} for r in rules], columns=columns)
     unjudged = pd.DataFrame([dict(u) for u in raw.get("unjudged", [])],  # absent in older records
                             columns=["slice", "value", "n", "min_rows"])
     return frame, unjudged
 
 
 def slice_changes(model: str) -> pd.DataFrame:
-    """Candidate against the champion per slice, for every version gated against one: relative change."""
+    """Candidate against the champion per slice, for every version gated against one: relative change, and whether
+    its limit is a maximum (a loss) or a minimum (accuracy: higher is better)."""
     rows = []
+    columns = ["version", "slice", "change", "limit", "bound", "passed"]
     if not _mlflow_ready():
-        return pd.DataFrame(columns=["version", "slice", "change", "limit", "passed"])
+        return pd.DataFrame(columns=columns)
     for v in _client().search_model_versions(f"name='{model}'"):
         for r in _gate(v.tags).get("rules", []):
             if str(r.get("name", "")).startswith("slice "):
                 rows.append({"version": int(v.version), "slice": r["name"][len("slice "):],
-                             "change": float(r["value"]), "limit": float(r["limit"]), "passed": bool(r["passed"])})
-    return pd.DataFrame(rows, columns=["version", "slice", "change", "limit", "passed"])
+                             "change": float(r["value"]), "limit": float(r["limit"]), "bound": r.get("bound", "max"),
+                             "passed": bool(r["passed"])})
+    return pd.DataFrame(rows, columns=columns)
+
+
+@functools.lru_cache(maxsize=32)
+def _evaluation(run_id: str, path: str) -> Any:
+    import tempfile
+
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from mlassets.core.evaluate.record import Evaluation
+    from mlassets.core.records import RecordError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            local = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=path, dst_path=tmp)
+            return Evaluation.from_json(Path(local).read_text())
+        except (MlflowException, OSError, RecordError):
+            return None
+
+
+def evaluation(model: str, version: int) -> Any:
+    """The evaluation record (``Evaluation``) that the run registering ``version`` logged; None where that run logged
+    none (versions evaluated before the record was logged, or registered outside the pipeline)."""
+    from mlassets.core.evaluate.score import EVALUATION, artifact_dir
+
+    found = _client().get_model_version(model, str(version))
+    run_id, commit = found.run_id or found.tags.get("mlflow_run_id", ""), found.tags.get("data_commit", "")
+    return _evaluation(run_id, f"{artifact_dir(commit)}/{EVALUATION}") if run_id and commit else None
+
+
+def metric_table(evaluation: Any) -> pd.DataFrame:
+    """One row per holdout metric of the evaluation: the candidate's and the champion's value."""
+    champion = evaluation.champion or {}
+    rows = [{"metric": k, "candidate": v, "champion": champion.get(k)} for k, v in evaluation.candidate.items()
+            if k != "n"]
+    return pd.DataFrame(rows, columns=["metric", "candidate", "champion"])
+
+
+def class_table(evaluation: Any) -> pd.DataFrame:
+    """Multiclass: one row per class (holdout rows, whether each model knows it, precision, recall, F1); else
+    empty."""
+    return evaluation.class_frame()

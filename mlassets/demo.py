@@ -20,7 +20,7 @@ from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
 class VersionRow:
     month: str
     data_version: str
-    metric: str  # the gate's main metric: mae, rmse, logloss or brier
+    metric: str  # the gate's main metric: mae, rmse, logloss, brier or accuracy
     candidate_metric: float | None
     champion_metric: float | None
     decision: str
@@ -96,7 +96,7 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
     return rows
 
 
-_NAMES = {"mae": "MAE", "rmse": "RMSE", "logloss": "log loss", "brier": "Brier"}
+_NAMES = {"mae": "MAE", "rmse": "RMSE", "logloss": "log loss", "brier": "Brier", "accuracy": "accuracy"}
 
 
 def _fmt(value: float | None, metric: str) -> str:

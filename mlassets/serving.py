@@ -28,6 +28,8 @@ from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.train.artifact import ModelBundle
+from mlassets.core.train.outputs import served
+from mlassets.core.train.splits import class_label
 
 _TRACER = trace.get_tracer("mlassets.serving")
 
@@ -48,9 +50,10 @@ class ServedModel:
     bundle: ModelBundle
     record: dict[str, str] = field(default_factory=dict)  # the version's registry tags
 
-    def predict(self, rows: pd.DataFrame) -> np.ndarray:
-        """Predictions in target units for raw feature rows."""
-        return self.bundle.predict(rows)
+    def predict(self, rows: pd.DataFrame) -> np.ndarray | pd.DataFrame:
+        """Predictions for raw feature rows: target units or P(1); a multiclass model's ``prediction`` (label) and
+        ``probability_<class>`` columns (as the MLflow pyfunc model answers)."""
+        return served(self.bundle, rows)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +63,8 @@ class PredictionSet(Record):
     commit: str
     uri: str
     rows: int
-    mae: float | None  # when the rows carry the target
+    mae: float | None  # when the rows carry the target (regression, binary)
+    accuracy: float | None = None  # multiclass, when the rows carry the target
 
 
 def _connect(tracking_uri: str | None) -> None:
@@ -122,9 +126,18 @@ def _write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version:
     ds = cfg.dataset
     keep = [c for c in dict.fromkeys([*ds.key, ds.time_column, ds.target]) if c in rows.columns]
     out = rows[keep].reset_index(drop=True).copy()
-    out["prediction"] = model.predict(rows)
+    answer = model.predict(rows)
+    if isinstance(answer, pd.DataFrame):  # multiclass: the label and one probability per class
+        out = pd.concat([out, answer.reset_index(drop=True)], axis=1)
+    else:
+        out["prediction"] = answer
     out["model_version"] = model.version
-    mae = float(np.mean(np.abs(out["prediction"] - out[ds.target]))) if ds.target in out and len(out) else None
+    scored = ds.target in out and len(out)
+    mae = accuracy = None
+    if scored and ds.task == "multiclass":
+        accuracy = float(np.mean(out["prediction"].to_numpy() == out[ds.target].map(class_label).to_numpy()))
+    elif scored:
+        mae = float(np.mean(np.abs(out["prediction"] - out[ds.target])))
     path = f"predictions/{data_version}/{model.name}-v{model.version}.parquet"
     repo = derived_repo(cfg)
     store.create_repo(repo, default_branch=BRANCH)
@@ -133,4 +146,5 @@ def _write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version:
     with _TRACER.start_as_current_span("write", attributes={"rows": len(out)}):
         commit = store.commit(repo, BRANCH, {path: to_parquet_bytes(out)},
                               f"Predictions of {data_version[:12]} by {model.name} v{model.version}", meta)
-    return PredictionSet(commit=commit.id, uri=store.uri(repo, commit.id, path), rows=len(out), mae=mae)
+    return PredictionSet(commit=commit.id, uri=store.uri(repo, commit.id, path), rows=len(out), mae=mae,
+                         accuracy=accuracy)

@@ -1,4 +1,5 @@
-"""Models and gate: promotion history, champion against each candidate per slice, every gate rule."""
+"""Models and gate: promotion history, champion against each candidate per slice, every gate rule, the holdout
+metrics of a version and its per-class table (multiclass)."""
 
 import plotly.express as px
 import streamlit as st
@@ -25,9 +26,10 @@ else:
     st.dataframe(versions, hide_index=True, key="versions")
     changes = data.slice_changes(model)
     if not changes.empty:
+        worse = "< 0 is worse: higher is better" if (changes["bound"] == "min").all() else "> 0 is worse"
         st.plotly_chart(px.bar(changes, x="slice", y="change", color="version", barmode="group",
-                               title="Candidate vs champion per slice (relative change of the main metric; "
-                                     "> 0 is worse)"), key="slices")
+                               title=f"Candidate vs champion per slice (relative change of the main metric; "
+                                     f"{worse})"), key="slices")
     if not versions.empty:
         version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version")
         rules, unjudged = data.gate_rules(model, int(version))
@@ -38,6 +40,18 @@ else:
         st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))
         st.markdown(f"**{'passed' if row['gate_passed'] else 'failed'}**: {row['gate_summary']}")
         st.dataframe(rules, hide_index=True, key="rules")
+        evaluation = data.evaluation(model, int(version))
+        st.subheader("Holdout metrics")
+        if evaluation is None:
+            st.caption("No evaluation record in the MLflow run of this version.")
+        else:
+            st.caption(f"{evaluation.holdout_rows} holdout rows; champion "
+                       f"{'v' + evaluation.champion_version if evaluation.champion_version else 'none'}")
+            st.dataframe(data.metric_table(evaluation), hide_index=True, key="metrics")
+            classes = data.class_table(evaluation)
+            if not classes.empty:
+                st.subheader("Per class")
+                st.dataframe(classes, hide_index=True, key="classes")
         st.subheader("Slices the gate could not judge")
         if unjudged.empty:
             st.caption("None recorded for this version.")

@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-_TEXT = ("slice", "value", "model", "rule", "reason", "check", "message")
+_TEXT = ("slice", "value", "model", "rule", "reason", "check", "message", "bound", "class")
 _INTS = ("n", "count", "bin", "rows", "failures")
 
 
@@ -51,7 +51,9 @@ def table(records: Sequence[dict], columns: Sequence[str] | None = None) -> dg.T
     columns = list(columns or (records[0] if records else ["slice"]))
 
     def kind(c: str) -> str:
-        return "string" if c in _TEXT else "bool" if c == "passed" else "int" if c in _INTS else "float"
+        if c in _TEXT:
+            return "string"
+        return "bool" if c == "passed" or c.endswith("_knows") else "int" if c in _INTS else "float"
 
     return dg.MetadataValue.table(
         records=[dg.TableRecord({c: _cell(c, r.get(c)) for c in columns}) for r in records],

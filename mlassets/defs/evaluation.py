@@ -15,11 +15,13 @@ from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
 
 _LATENCY = ("single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms", "rows_per_s")
-_OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier", "ece")}
+_OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier", "ece"),
+            "multiclass": ("logloss", "accuracy", "macro_f1", "ece", "unseen_class_rows")}
 
 
 def evaluation_metadata(result: Evaluation) -> dict[str, object]:
-    """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration."""
+    """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration, and
+    the class table of a multiclass model."""
     from mlassets.core.evaluate.rules import MB
 
     meta: dict[str, object] = {}
@@ -37,6 +39,8 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
                                      for row in report["table"]],
                                     ["model", "bin", "lower", "upper", "count", "mean_predicted", "observed_rate"])
     meta["slices"] = table(result.slice_frame().to_dict(orient="records"))
+    if result.classes:
+        meta["classes"] = table(result.class_frame().to_dict(orient="records"))
     meta.update({"main_metric": result.main_metric, "champion_version": result.champion_version or "none",
                  "holdout_rows": dg.MetadataValue.int(result.holdout_rows),
                  "dropped_missing_target": dg.MetadataValue.int(result.dropped_missing_target),
@@ -49,8 +53,8 @@ def gate_metadata(gate: GateResult) -> dict[str, object]:
         "passed": gate.passed,
         "summary": gate.summary(),
         "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
-        "rules": table([{"rule": r.name, "value": r.value, "limit": r.limit, "passed": r.passed, "reason": r.reason}
-                        for r in gate.rules]),
+        "rules": table([{"rule": r.name, "value": r.value, "limit": r.limit, "bound": r.bound, "passed": r.passed,
+                         "reason": r.reason} for r in gate.rules]),
         "unjudged_slices": table([u.to_dict() for u in gate.unjudged], ["slice", "value", "n", "min_rows"]),
         "champion_version": gate.gated_against,
         "dropped_missing_target": dg.MetadataValue.int(gate.dropped_missing_target),
@@ -67,8 +71,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     def evaluation(context: dg.AssetExecutionContext, candidate: Candidate, features: FeatureSet
                    ) -> dg.Output[Evaluation]:
         """Candidate and the live champion (by the promotion log) on this version's holdout (from ``features``):
-        metrics overall and per slice with bootstrap intervals, latency and size (and calibration for binary
-        models)."""
+        metrics overall and per slice (and per class for multiclass models) with bootstrap intervals, latency and
+        size, calibration for probabilistic models; the record is logged to the MLflow run too."""
         from mlassets.core.evaluate import score
         from mlassets.core.registry import promote, versions
         from mlassets.core.train.artifact import load_bundle
@@ -84,10 +88,11 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
         performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed)
-        uri = score.log_predictions(predictions, f"evaluation/{version[:16]}")
+        uri = score.log_predictions(predictions, score.artifact_dir(version))
         result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
                                      predictions_uri=uri, dropped_missing_target=features.dropped_missing_target)
         score.log_evaluation(result)
+        score.log_record(result, score.artifact_dir(version))
         return dg.Output(result, metadata={**version_metadata(store, cfg, version), **evaluation_metadata(result),
                                            **active_run_links()})
 

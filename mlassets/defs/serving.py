@@ -48,6 +48,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         }
         if result.mae is not None:
             metadata["mae"] = number(result.mae)
+        if result.accuracy is not None:
+            metadata["accuracy"] = number(result.accuracy)
         yield dg.Output(result, metadata=metadata)
 
     return [predictions]

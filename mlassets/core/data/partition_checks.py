@@ -60,6 +60,9 @@ def _unchecked(name: str, new: TargetStats, reference: TargetStats, keys: Collec
 
 def validate_target_mean(new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
     """|mean(new) - mean(reference)| <= ``target_mean_band`` reference standard deviations."""
+    if cfg.task == "multiclass":
+        return CheckOutcome("target_mean", True, "multiclass target: class labels have no mean (drift compares the "
+                                                 "class shares)")
     new, reference = _stats(new), _stats(reference)
     skipped = _unchecked("target_mean", new, reference, keys)
     if skipped:
@@ -78,6 +81,8 @@ def validate_target_quantiles(
     """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles."""
     if cfg.task == "binary":
         return CheckOutcome("target_quantiles", True, "binary target: quartiles say nothing; the mean check judges it")
+    if cfg.task == "multiclass":
+        return CheckOutcome("target_quantiles", True, "multiclass target: class labels have no quartiles")
     new, reference = _stats(new), _stats(reference)
     skipped = _unchecked("target_quantiles", new, reference, keys)
     if skipped:

@@ -2,18 +2,23 @@
 
 Every rule is reported with its value, its limit and whether it passed, so a rejection always says why:
 
-* ``sanity_finite`` / ``sanity_range``: predictions are finite and inside the configured range;
+* ``sanity_finite`` / ``sanity_range``: predictions are finite and inside the configured range (multiclass: every
+  class probability finite and in [0, 1]; ``sanity_sum``: each row's probabilities sum to 1);
 * ``main_metric`` (with a champion): the candidate is at most ``tolerance`` worse overall in
-  ``main_metric`` (``mae``/``rmse`` for regression, ``logloss``/``brier`` for binary models);
-  ``absolute_main_metric`` (first model): the candidate is under ``absolute_max_metric``;
-* ``slice <col>=<value>`` (with a champion, slice values of at least ``slice_min_rows`` rows): the candidate
+  ``main_metric`` (``mae``/``rmse`` for regression, ``logloss``/``brier`` for binary models, ``logloss``/
+  ``accuracy`` for multiclass ones); ``absolute_main_metric`` (first model): the candidate is under
+  ``absolute_max_metric``. Accuracy is higher-is-better: its limits are minimums (``bound: min``), "worse" is
+  lower, and a first model must reach ``absolute_min_metric``;
+* ``slice <col>=<value>`` (with a champion, slice values of at least ``slice_min_rows`` rows; multiclass also one
+  slice per true class, named after the target): the candidate
   rejects only if its main metric on the slice is worse than the champion's by more than
-  ``slice_max_regression`` *and* the paired bootstrap interval of the relative change lies entirely above
-  zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled);
+  ``slice_max_regression`` *and* the paired bootstrap interval of the relative change lies entirely on the worse
+  side of zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled);
 * ``unjudged_slices`` (with a champion): the slice values too small to judge are listed in the result;
   ``gate.small_slices: hold`` keeps the candidate back while there are any;
 * ``latency_p99`` (single-row p99 ms vs ``latency_p99_ms``), ``model_size`` (MB vs ``max_size_mb``) and
-  ``calibration_ece`` (binary models, vs ``calibration_max_ece``), where the evaluation measured them.
+  ``calibration_ece`` (binary models; multiclass: top-label, vs ``calibration_max_ece``), where the evaluation
+  measured them.
 """
 
 from __future__ import annotations

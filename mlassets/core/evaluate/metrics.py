@@ -1,9 +1,10 @@
 """Metrics of one model's predictions, overall and per slice value.
 
 Pure numpy/pandas. Regression models get MAE/RMSE/bias; binary models (target 0/1, predictions are
-P(1)) get log loss, Brier score and calibration. Every metric is a mean of a per-row loss (RMSE: the
-root of one), so slice numbers are ``np.bincount`` sums over factorized slice codes: a million rows with
-a hundred slice values take milliseconds.
+P(1)) get log loss, Brier score and calibration; multiclass models are measured in ``multiclass``. Every
+gate metric is a mean of a per-row value (RMSE: the root of one), so slice numbers are ``np.bincount`` sums
+over factorized slice codes: a million rows with a hundred slice values take milliseconds. All are
+lower-is-better losses except accuracy (the mean of per-row hits), which is higher-is-better.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Metric:
-    """A lower-is-better metric: ``finish(mean(loss(y, p)))``; ``digits`` for messages."""
+    """``finish(mean(loss(y, p)))``, lower is better unless ``higher_is_better``; ``digits`` for messages."""
 
     name: str
     label: str
-    loss: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    loss: Callable[[np.ndarray, np.ndarray], np.ndarray]  # the per-row value (a loss, or a hit for accuracy)
     root: bool = False  # the metric is the square root of the mean loss (RMSE)
     digits: int = 2
     slice_digits: int = 1
+    higher_is_better: bool = False
 
     def finish(self, mean: Any) -> Any:
         import numpy as np
@@ -50,11 +52,19 @@ def _sq_err(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     return d * d
 
 
+def _hit(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """1.0 where the predicted class index equals the true one."""
+    import numpy as np
+
+    return (y == p).astype(np.float64)
+
+
 METRICS: dict[str, Metric] = {
     "mae": Metric("mae", "MAE", _abs_err),
     "rmse": Metric("rmse", "RMSE", _sq_err, root=True),
     "logloss": Metric("logloss", "log loss", log_losses, digits=4, slice_digits=4),
     "brier": Metric("brier", "Brier score", _sq_err, digits=4, slice_digits=4),
+    "accuracy": Metric("accuracy", "accuracy", _hit, digits=4, slice_digits=3, higher_is_better=True),
 }
 
 

@@ -2,11 +2,13 @@
 
 Everything the gate judges is here, so the gate recomputes nothing: overall metrics of both models, one row
 per slice value (its metrics, the relative change of the main metric and its paired bootstrap interval),
-how many predictions are not finite or outside the configured range, latency and size, and calibration.
+how many predictions are not finite or outside the configured range, latency and size, and calibration; for a
+multiclass task also a row per class (``ClassRow``; ``multiclass_record`` builds that record).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +47,21 @@ class SliceRow(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ClassRow(Record):
+    """One class of a multiclass task: its holdout rows and, per model, precision, recall, F1 and rows predicted."""
+
+    value: str
+    n: int  # holdout rows of this class
+    candidate: dict[str, float]
+    champion: dict[str, float] | None = None
+    candidate_knows: bool = True  # the model was trained on this class (else it can never predict it)
+    champion_knows: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class PredictionStats(Record):
-    """What the sanity rules read: non-finite predictions and those outside the configured range."""
+    """What the sanity rules read: non-finite predictions and those outside the configured range (multiclass: rows,
+    with a probability outside [0, 1], and rows whose probabilities do not sum to 1)."""
 
     n: int
     non_finite: int
@@ -55,6 +70,8 @@ class PredictionStats(Record):
     range_max: float
     seen_min: float
     seen_max: float
+    sum_not_one: int = 0  # multiclass only
+    max_sum_error: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +92,7 @@ class Evaluation(Record):
     performance: dict[str, dict[str, float]] = field(default_factory=dict)  # per model: latency and size
     predictions_uri: str = ""  # the scored holdout rows (MLflow artifact)
     dropped_missing_target: int = 0  # rows of the version without a target, dropped before the split
+    classes: list[ClassRow] = field(default_factory=list)  # multiclass: one row per class, in label order
 
     @property
     def has_champion(self) -> bool:
@@ -92,6 +110,20 @@ class Evaluation(Record):
             rec.update({"change": row.change, "ci_low": row.ci_low, "ci_high": row.ci_high})
             records.append(rec)
         return pd.DataFrame.from_records(records, columns=None if records else ["slice", "value", "n"])
+
+    def class_frame(self) -> pd.DataFrame:
+        """The class rows (multiclass) as a table: class, rows, ``<model>_knows`` and ``<model>_<metric>`` columns."""
+        import pandas as pd
+
+        records = []
+        for row in self.classes:
+            rec: dict[str, Any] = {"class": row.value, "n": row.n, "candidate_knows": row.candidate_knows}
+            rec.update({f"candidate_{k}": v for k, v in row.candidate.items()})
+            if row.champion is not None:
+                rec["champion_knows"] = bool(row.champion_knows)
+                rec.update({f"champion_{k}": v for k, v in row.champion.items()})
+            records.append(rec)
+        return pd.DataFrame.from_records(records, columns=None if records else ["class", "n"])
 
 
 def prediction_stats(pred: np.ndarray, low: float, high: float) -> PredictionStats:
@@ -111,30 +143,45 @@ def slice_rows(
     frame: pd.DataFrame, y: np.ndarray, cand: np.ndarray, champ: np.ndarray | None, cfg: PipelineConfig,
 ) -> list[SliceRow]:
     """One row per value of each slice column (config order, values sorted); intervals with a champion."""
+    names = slice_metric_names(cfg.dataset.task, cfg.gate.main_metric)
+    per_model = {"candidate": cand} if champ is None else {"candidate": cand, "champion": champ}
+    losses = {model: {m: get_metric(m).loss(y, p) for m in names} for model, p in per_model.items()}
+    return grouped_slice_rows([(col, *slice_groups(frame, col)) for col in cfg.dataset.slices], losses, cfg)
+
+
+SliceGroups = tuple[str, "np.ndarray", list[str], "np.ndarray"]  # (slice name, code per row, labels, rows per label)
+
+
+def grouped_slice_rows(
+    groups: Sequence[SliceGroups], losses: dict[str, dict[str, np.ndarray]], cfg: PipelineConfig,
+    extra: dict[str, dict[str, dict[str, np.ndarray]]] | None = None,
+) -> list[SliceRow]:
+    """The slice rows of each group from per-row values: ``losses[model][metric]`` (a metric is the mean of its
+    per-row values, RMSE the root of one); ``extra[slice][model][metric]`` adds per-value metrics measured
+    otherwise. The main metric's change gets its paired bootstrap interval when a champion is scored."""
     import numpy as np
 
-    task, gate = cfg.dataset.task, cfg.gate
-    names = slice_metric_names(task, gate.main_metric)
-    main = get_metric(gate.main_metric)
+    gate, main = cfg.gate, get_metric(cfg.gate.main_metric)
+    champ = "champion" in losses
     grouped: GroupBootstrap | None = None
     rows: list[SliceRow] = []
-    for col in cfg.dataset.slices:
-        codes, labels, counts = slice_groups(frame, col)
-        per_model = {"candidate": cand} if champ is None else {"candidate": cand, "champion": champ}
-        values = {model: {m: slice_means(codes, len(labels), counts, get_metric(m), get_metric(m).loss(y, p))
-                          for m in names} for model, p in per_model.items()}
+    for col, codes, labels, counts in groups:
+        values = {model: {m: slice_means(codes, len(labels), counts, get_metric(m), loss) for m, loss in per.items()}
+                  for model, per in losses.items()}
+        for model, more in (extra or {}).get(col, {}).items():
+            values[model].update(more)
         change = lo = hi = np.full(len(labels), NAN)
-        if champ is not None:
-            loss_c, loss_h = main.loss(y, cand), main.loss(y, champ)
+        if champ:
             with np.errstate(invalid="ignore", divide="ignore"):
                 change = values["candidate"][main.name] / values["champion"][main.name] - 1.0
-            lo, hi, grouped = slice_intervals(col, labels, codes, counts, loss_c, loss_h, gate.bootstrap_samples,
+            lo, hi, grouped = slice_intervals(col, labels, codes, counts, losses["candidate"][main.name],
+                                              losses["champion"][main.name], gate.bootstrap_samples,
                                               gate.confidence, cfg.training.seed, main.root, grouped)
         for k in sorted((k for k in range(len(labels)) if counts[k] > 0), key=lambda i: labels[i]):
             rows.append(SliceRow(
                 slice=col, value=labels[k], n=int(counts[k]),
-                candidate={m: float(values["candidate"][m][k]) for m in names},
-                champion=None if champ is None else {m: float(values["champion"][m][k]) for m in names},
+                candidate={m: float(v[k]) for m, v in values["candidate"].items()},
+                champion={m: float(v[k]) for m, v in values["champion"].items()} if champ else None,
                 change=float(change[k]), ci_low=float(lo[k]), ci_high=float(hi[k]),
             ))
     return rows
@@ -145,9 +192,13 @@ def evaluate_models(
     *, champion_version: str | None = None, data_version: str = "",
     performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
 ) -> Evaluation:
-    """Measure both models on the same rows (``frame`` holds the slice columns)."""
+    """Measure both models on the same rows (``frame`` holds the slice columns); a regression or binary task (a
+    multiclass one: ``multiclass_record.evaluate_multiclass``)."""
     import numpy as np
 
+    if cfg.dataset.task == "multiclass":
+        raise ValueError("evaluate_models scores one value per row; a multiclass task's class probabilities are "
+                         "measured by mlassets.core.evaluate.multiclass_record.evaluate_multiclass")
     y, cand = as_array(y_true), as_array(pred_candidate)
     champ = None if pred_champion is None else as_array(pred_champion)
     if np.isnan(y).any():  # a metric of a missing target would be NaN, and the gate would blame the model

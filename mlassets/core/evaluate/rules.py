@@ -23,6 +23,7 @@ class RuleResult(Record):
     limit: float
     passed: bool
     reason: str = ""
+    bound: str = "max"  # the limit is a maximum (lower is better) or a minimum ("min": higher is better)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,9 +39,9 @@ class UnjudgedSlice(Record):
         return f"{self.slice}={self.value} ({self.n} rows < {self.min_rows})"
 
 
-def rule(name: str, value: float, limit: float, passed: bool, reason: str) -> RuleResult:
+def rule(name: str, value: float, limit: float, passed: bool, reason: str, bound: str = "max") -> RuleResult:
     return RuleResult(name=name, value=float(value), limit=float(limit), passed=bool(passed),
-                      reason="" if passed else reason)
+                      reason="" if passed else reason, bound=bound)
 
 
 def pct(x: float, digits: int = 1) -> str:
@@ -61,50 +62,74 @@ def sanity_rules(evaluation: Evaluation) -> list[RuleResult]:
         f"{s.outside_range} predictions ({share:.2%}) fall outside [{s.range_min:g}, {s.range_max:g}]; "
         f"predictions seen range from {s.seen_min:.2f} to {s.seen_max:.2f}",
     ))
+    if evaluation.task == "multiclass":  # rows of class probabilities: each must sum to 1
+        rules.append(rule("sanity_sum", s.sum_not_one, 0, s.sum_not_one == 0,
+                          f"{s.sum_not_one} of {s.n} rows have class probabilities that do not sum to 1 (largest "
+                          f"error {s.max_sum_error:.2g})"))
     return rules
 
 
+def _unseen(evaluation: Evaluation) -> str:
+    """Multiclass: the holdout rows of classes the candidate never saw (each costs -ln(1e-15) in log loss)."""
+    rows = int(evaluation.candidate.get("unseen_class_rows", 0) or 0)
+    names = [c.value for c in evaluation.classes if c.n and not c.candidate_knows]
+    return (f"; {rows} holdout rows are of classes the candidate never saw in training ({', '.join(names)}), "
+            "each scored as a wrong prediction with probability 1e-15") if rows else ""
+
+
 def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
+    """Lower-is-better metrics: at most ``tolerance`` above the champion (or under ``absolute_max_metric``);
+    higher-is-better ones (accuracy): at most ``tolerance`` below it (or at least ``absolute_min_metric``)."""
     import numpy as np
 
     metric = get_metric(cfg.main_metric)
+    higher, bound = metric.higher_is_better, "min" if metric.higher_is_better else "max"
     value = evaluation.candidate.get(metric.name, np.nan)
+    unseen = _unseen(evaluation)
     if evaluation.champion is None:
-        limit = cfg.absolute_max_metric
+        limit = cfg.absolute_min_metric if higher else cfg.absolute_max_metric
         if not np.isfinite(value):
-            return rule("absolute_main_metric", value, limit, False, f"candidate {metric.label} is not finite")
+            return rule("absolute_main_metric", value, limit, False, f"candidate {metric.label} is not finite", bound)
+        side = "below the absolute minimum" if higher else "above the absolute limit"
         return rule(
-            "absolute_main_metric", value, limit, bool(value <= limit),
-            f"{metric.label} {metric.fmt(value)} is above the absolute limit {metric.fmt(limit)} "
-            "for a first model (no champion)",
+            "absolute_main_metric", value, limit, bool(value >= limit if higher else value <= limit),
+            f"{metric.label} {metric.fmt(value)} is {side} {metric.fmt(limit)} for a first model (no champion)"
+            f"{'; higher is better' if higher else ''}{unseen}", bound,
         )
     base = evaluation.champion.get(metric.name, np.nan)
-    limit = base * (1 + cfg.tolerance)
+    limit = base * (1 - cfg.tolerance if higher else 1 + cfg.tolerance)
     if not np.isfinite(value):
-        return rule("main_metric", value, limit, False, f"candidate {metric.label} is not finite")
+        return rule("main_metric", value, limit, False, f"candidate {metric.label} is not finite", bound)
     with np.errstate(invalid="ignore", divide="ignore"):
         change = value / base - 1 if base else float("inf")
     return rule(
-        "main_metric", value, limit, bool(value <= limit),
+        "main_metric", value, limit, bool(value >= limit if higher else value <= limit),
         f"{metric.label} {metric.fmt(value)} vs champion {metric.fmt(base)} "
-        f"({pct(change)}, limit {limit_pct(cfg.tolerance)})",
+        f"({pct(change)}, limit {limit_pct(-cfg.tolerance if higher else cfg.tolerance)}"
+        f"{'; higher is better' if higher else ''}){unseen}", bound,
     )
 
 
 def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
-    """Fails only when the change exceeds ``slice_max_regression`` *and* its interval lies entirely above zero."""
+    """Fails only when the change is worse than ``slice_max_regression`` *and* its interval lies entirely on the
+    worse side of zero (above it for a loss, below it for accuracy)."""
     import numpy as np
 
     metric = get_metric(cfg.main_metric)
+    higher = metric.higher_is_better
     name = f"slice {row.slice}={row.value}"
-    regressed = row.change > cfg.slice_max_regression  # NaN (undefined): not a regression
-    passed = not regressed or not row.ci_low > 0
+    worse = -row.change if higher else row.change
+    regressed = worse > cfg.slice_max_regression  # NaN (undefined): not a regression
+    confirmed = row.ci_high < 0 if higher else row.ci_low > 0
+    passed = not regressed or not confirmed
     champion = (row.champion or {}).get(metric.name, np.nan)
+    limit = -cfg.slice_max_regression if higher else cfg.slice_max_regression
     return rule(
-        name, row.change, cfg.slice_max_regression, passed,
+        name, row.change, limit, passed,
         f"{name}: {metric.label} {metric.fmt(row.candidate[metric.name], True)} vs champion "
-        f"{metric.fmt(champion, True)} ({pct(row.change)}, limit {limit_pct(cfg.slice_max_regression)}); "
-        f"{confidence * 100:g}% interval [{pct(row.ci_low)}, {pct(row.ci_high)}]",
+        f"{metric.fmt(champion, True)} ({pct(row.change)}, limit {limit_pct(limit)}"
+        f"{'; higher is better' if higher else ''}); "
+        f"{confidence * 100:g}% interval [{pct(row.ci_low)}, {pct(row.ci_high)}]", "min" if higher else "max",
     )
 
 
@@ -143,7 +168,7 @@ def budget_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
         rules.append(rule("model_size", mb, budget, bool(mb <= budget),
                           f"model size {mb:.2f} MB > budget {budget:g} MB"))
     report = (evaluation.calibration or {}).get("candidate")
-    if evaluation.task == "binary" and report is not None:
+    if evaluation.task in ("binary", "multiclass") and report is not None:  # multiclass: top-label ECE
         ece, limit = float(report["ece"]), cfg.calibration_max_ece
         reason = (f"calibration error (ECE) {ece:.3f} > limit {limit:g}" if np.isfinite(ece)
                   else "calibration error (ECE) is undefined (no finite predictions)")

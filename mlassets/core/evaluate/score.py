@@ -16,10 +16,14 @@ import pandas as pd
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.latency import measure_latency
+from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
 from mlassets.core.evaluate.record import Evaluation, evaluate_models
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes
+from mlassets.core.train.outputs import class_frame, probabilities
+from mlassets.core.train.splits import class_label
 
 PREDICTIONS = "predictions.parquet"
+EVALUATION = "evaluation.json"
 LATENCY_SAMPLE_ROWS = 2048
 _CALL_COUNTS = ("n_single", "n_batches", "batch_rows")  # how latency was measured: not metrics
 REFERENCE_LATENCY = {"n_single": 50, "n_batches": 3}  # the champion's latency is shown, not gated
@@ -41,8 +45,21 @@ def slice_frame(holdout: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 def score_holdout(
     holdout: pd.DataFrame, cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None
 ) -> pd.DataFrame:
-    """One row per holdout row: slice columns (as string categories), the target, each model's prediction."""
+    """One row per holdout row: slice columns (as string categories), the target, each model's prediction.
+
+    Multiclass: ``y`` is the class label, ``candidate``/``champion`` the predicted label, and every class a model
+    knows has its probability column (``candidate_probability_<class>``, see ``core.train.outputs``).
+    """
     frame = slice_frame(holdout, cfg.dataset.slices)
+    if cfg.dataset.task == "multiclass":
+        target = holdout[cfg.dataset.target]
+        frame["y"] = target.map(class_label).where(target.notna(), None).to_numpy(dtype=object)
+        parts = [frame, class_frame(candidate.classes, candidate.predict(holdout), "candidate")]
+        if champion is not None:
+            parts.append(class_frame(champion.classes, champion.predict(holdout), "champion"))
+        else:
+            parts.append(pd.DataFrame({"champion": [None] * len(holdout)}))
+        return pd.concat([p.reset_index(drop=True) for p in parts], axis=1).set_axis(holdout.index)
     frame["y"] = holdout[cfg.dataset.target].to_numpy(dtype=np.float64)
     frame["candidate"] = candidate.predict(holdout)
     frame["champion"] = champion.predict(holdout) if champion is not None else np.nan
@@ -82,6 +99,8 @@ def measure_models(
 
 
 def has_champion(predictions: pd.DataFrame) -> bool:
+    if probabilities(predictions, "candidate") is not None:  # multiclass: the champion's probability columns
+        return probabilities(predictions, "champion") is not None
     return not np.isnan(predictions["champion"].to_numpy(dtype=np.float64)).all()
 
 
@@ -91,6 +110,9 @@ def evaluation_of(
 ) -> Evaluation:
     """The evaluation record of a scored holdout (see ``score_holdout``); ``performance`` is attached as measured
     and ``context`` (champion_version, data_version, predictions_uri) is recorded as given."""
+    if cfg.dataset.task == "multiclass":
+        return evaluate_multiclass(predictions, predictions["y"], probabilities(predictions, "candidate"),
+                                   probabilities(predictions, "champion"), cfg, performance=performance, **context)
     champion = predictions["champion"].to_numpy()
     return evaluate_models(predictions, predictions["y"].to_numpy(), predictions["candidate"].to_numpy(),
                            champion if has_champion(predictions) else None, cfg, performance=performance, **context)
@@ -123,6 +145,21 @@ def log_evaluation(evaluation: Evaluation) -> None:
     metrics = list(evaluation_metrics(evaluation).items())
     for start in range(0, len(metrics), _MLFLOW_BATCH):
         mlflow.log_metrics(dict(metrics[start : start + _MLFLOW_BATCH]))
+
+
+def log_record(evaluation: Evaluation, artifact_path: str) -> str:
+    """Store the evaluation record itself (``EVALUATION``, JSON) in the active MLflow run; return its artifact URI.
+    The dashboard reads it from the run that registered a version."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / EVALUATION
+        path.write_text(evaluation.to_json())
+        mlflow.log_artifact(str(path), artifact_path=artifact_path)
+    return f"{mlflow.get_artifact_uri(artifact_path)}/{EVALUATION}"
+
+
+def artifact_dir(data_version: str) -> str:
+    """Where in its MLflow run the evaluation of ``data_version`` keeps its predictions and its record."""
+    return f"evaluation/{data_version[:16]}"
 
 
 def log_predictions(predictions: pd.DataFrame, artifact_path: str) -> str:

@@ -3,8 +3,8 @@
 A point is one evaluation that scored a champion on a later data version's holdout: the champion's main metric
 there, and the model's age (days between the newest day of the data version it was trained on and the newest
 day of the evaluated version; versions later where the dataset has no time column). Its change is relative to
-the model's own evaluation (age 0: the holdout of its own version, where it was the candidate). Every gate
-metric is lower-is-better, so a positive change is a loss of accuracy.
+the model's own evaluation (age 0: the holdout of its own version, where it was the candidate). A positive change
+is always a loss: ``metric / base - 1`` for lower-is-better metrics, ``1 - metric / base`` for accuracy.
 
 The recommendation fits one straight line ``change = a + b * age`` through every model's points (their own
 evaluations included) and gives the largest age at which the line is still within ``monitoring.decay_tolerance``.
@@ -30,7 +30,7 @@ class DecayPoint(Record):
     data_version: str  # the evaluated one (the model's own for age 0)
     age: float
     metric: float
-    change: float  # metric / metric at age 0 - 1
+    change: float  # metric / metric at age 0 - 1 (higher-is-better metrics: 1 - metric / metric at age 0)
     within: bool  # change <= tolerance
 
 
@@ -49,9 +49,9 @@ class DecayReport(Record):
 
 
 def point(model_version: str, model_data_version: str, data_version: str, age: float, metric: float,
-          base: float, tolerance: float) -> DecayPoint:
-    """A point whose change is relative to ``base`` (the model's metric at its own evaluation)."""
-    change = metric / base - 1.0 if base else math.nan
+          base: float, tolerance: float, higher_is_better: bool = False) -> DecayPoint:
+    """A point whose change is relative to ``base`` (the model's metric at its own evaluation); > 0 is worse."""
+    change = (1.0 - metric / base if higher_is_better else metric / base - 1.0) if base else math.nan
     return DecayPoint(model_version=model_version, model_data_version=model_data_version, data_version=data_version,
                       age=float(age), metric=float(metric), change=float(change), within=bool(change <= tolerance))
 

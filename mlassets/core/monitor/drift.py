@@ -5,8 +5,9 @@ Numeric features are binned at the reference's deciles (ties merged, missing val
 categorical ones by value: the reference's ``BINS - 1`` most common values, the rest of its values as ``(other)``
 (so that rare values do not turn sampling noise into distance), every value it never saw as ``(unseen)``. Empty
 bins count as ``EPSILON``: a category that appears or vanishes gives a large but finite distance. The target is
-compared with the two-sample Kolmogorov-Smirnov test. A slice value is compared only when both sides hold at
-least ``monitoring.drift_min_rows`` of its rows (smaller ones are listed as skipped, never flagged).
+compared with the two-sample Kolmogorov-Smirnov test (a multiclass target: its class shares by PSI, as a
+category). A slice value is compared only when both sides hold at least ``monitoring.drift_min_rows`` of its rows
+(smaller ones are listed as skipped, never flagged).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class DriftRow(Record):
 
     scope: str
     feature: str
-    statistic: str  # psi (a feature) or ks_pvalue (the target)
+    statistic: str  # psi (a feature, or a multiclass target) or ks_pvalue (a numeric target)
     value: float
     threshold: float
     drifted: bool
@@ -137,6 +138,8 @@ def _where(scope: str) -> str:
 
 
 def _reason(row: DriftRow, target: str) -> str:
+    if row.statistic == PSI and row.feature == target:  # a multiclass target
+        return f"target {target}: PSI of the class shares {row.value:.2f} > {row.threshold:g} ({_where(row.scope)})"
     if row.statistic == PSI:
         return f"feature {row.feature}: PSI {row.value:.2f} > {row.threshold:g} ({_where(row.scope)})"
     return f"target {target}: KS p-value {row.value:.2g} < {row.threshold:g} ({_where(row.scope)})"
@@ -161,6 +164,11 @@ def compare_scope(reference: pd.DataFrame, new: pd.DataFrame, cfg: PipelineConfi
             value = psi_numeric(_floats(reference[column]), _floats(new[column]))
         rows.append(DriftRow(scope=scope, feature=column, statistic=PSI, value=value, threshold=mon.drift_psi,
                              drifted=value > mon.drift_psi, **sizes))
+    if cfg.dataset.task == "multiclass":  # class labels: the shares of the classes, like a categorical feature
+        value = psi_categorical(reference[target], new[target])
+        rows.append(DriftRow(scope=scope, feature=target, statistic=PSI, value=value, threshold=mon.drift_psi,
+                             drifted=value > mon.drift_psi, **sizes))
+        return rows
     _, pvalue = ks_target(reference[target], new[target])
     rows.append(DriftRow(scope=scope, feature=target, statistic=KS, value=pvalue, threshold=mon.drift_ks_pvalue,
                          drifted=bool(pvalue < mon.drift_ks_pvalue), **sizes))

@@ -17,6 +17,7 @@ import pandas as pd
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import derived_repo, raw_repo
 from mlassets.core.data.store import VersionedStore
+from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.features.store import BRANCH, read_manifest
 from mlassets.core.monitor.decay import DecayPoint, DecayReport, decay_report, point
@@ -61,6 +62,7 @@ def decay_points(files: RecordFiles, ages: Ages, cfg: PipelineConfig, evaluation
                  registered_key: Sequence[str]) -> list[DecayPoint]:
     """One point per evaluation of a champion, and each model's own evaluation (age 0)."""
     metric, tolerance = cfg.gate.main_metric, cfg.monitoring.decay_tolerance
+    higher = get_metric(metric).higher_is_better
     evaluations = {k: r for k, r in stored(files, evaluation_key).items() if isinstance(r, Evaluation)}
     trained_on = {r.version: r.record.data_commit for r in stored(files, registered_key).values()
                   if isinstance(r, RegisteredVersion)}
@@ -70,13 +72,13 @@ def decay_points(files: RecordFiles, ages: Ages, cfg: PipelineConfig, evaluation
         base = first.candidate.get(metric) if first else None
         if base is None:
             continue
-        points.append(point(model, own, own, 0.0, base, base, tolerance))
+        points.append(point(model, own, own, 0.0, base, base, tolerance, higher))
         for version, ev in evaluations.items():
             if version == own or ev.champion_version != model or metric not in (ev.champion or {}):
                 continue
             age = ages(own, version)
             if age is not None and age >= 0:
-                points.append(point(model, own, version, age, ev.champion[metric], base, tolerance))
+                points.append(point(model, own, version, age, ev.champion[metric], base, tolerance, higher))
     return points
 
 

@@ -11,6 +11,7 @@ import yaml
 from mlflow.models import ModelSignature
 
 from mlassets.core.train.artifact import ModelBundle, load_bundle
+from mlassets.core.train.outputs import served
 
 PYFUNC_CODE = Path(__file__).with_name("pyfunc_model.py")
 
@@ -24,11 +25,12 @@ def pip_requirements() -> list[str]:
 
 
 def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> ModelSignature:
-    """The model's input/output signature, inferred from a few raw rows and their predictions."""
+    """The model's input/output signature, inferred from a few raw rows and what the served model answers for them
+    (a multiclass model: its label and probability columns)."""
     sample = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(n).reset_index(drop=True)
     with warnings.catch_warnings():  # its hint on integer columns: the source's dtypes are fixed per column
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        return mlflow.models.infer_signature(sample, bundle.predict(sample))
+        return mlflow.models.infer_signature(sample, served(bundle, sample))
 
 
 def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model") -> str:

@@ -37,7 +37,10 @@ class BundleModel(mlflow.pyfunc.PythonModel):
         self.bundle = load_bundle(context.artifacts["bundle"])
 
     def predict(self, context, model_input: pd.DataFrame, params=None):  # noqa: ANN001
-        return self.bundle.predict(model_input)
+        """Target units or P(1) per row; a multiclass model: ``prediction`` and ``probability_<class>`` columns."""
+        from mlassets.core.train.outputs import served
+
+        return served(self.bundle, model_input)
 
 
 mlflow.models.set_model(BundleModel())

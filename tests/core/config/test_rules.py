@@ -129,3 +129,42 @@ def test_binary_task_rules(path: str, value: object, message: str) -> None:
 def test_the_shipped_values_pass_every_rule() -> None:
     for name in shipped_configs():
         parse_config(_config(name))
+
+
+def _multiclass() -> dict:
+    """The flights config with a multiclass target (the carrier, from where and when a flight goes)."""
+    data = _config()
+    _set(data, "dataset.task", "multiclass")
+    _set(data, "dataset.target", "carrier")
+    _set(data, "dataset.slices", ["origin"])
+    _set(data, "features.categorical", ["origin", "dest"])
+    _set(data, "training.loss", "auto")
+    _set(data, "gate.main_metric", "logloss")
+    return data
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("gate.main_metric", "mae", "gate.main_metric: 'mae' does not fit dataset.task 'multiclass'; use logloss or "
+                                "accuracy"),
+    ("gate.main_metric", "macro_f1", "gate.main_metric: 'macro_f1' is not one of ["),
+    ("training.loss", "bce", "training.loss: 'bce' does not fit dataset.task 'multiclass'; use cross_entropy"),
+    ("dataset.slices", ["origin", "carrier"], "dataset.slices: 'carrier' is the target of a multiclass task; the "
+                                              "evaluation slices by true class already"),
+    ("dataset.columns.carrier", {"dtype": "datetime"}, "dataset.columns.carrier: the target of a multiclass task "
+                                                       "holds class labels (str, int or float), not 'datetime'"),
+    ("gate.absolute_min_metric", -0.5, "gate.absolute_min_metric: must be >= 0, got -0.5"),
+    ("model.output_max", 1.0, "model.output_min / output_max: a multiclass model's outputs are class probabilities"),
+])
+def test_multiclass_task_rules(path: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(_set(_multiclass(), path, value))
+    assert message in str(err.value)
+
+
+def test_accuracy_is_a_multiclass_gate_metric_with_a_minimum_for_a_first_model() -> None:
+    cfg = parse_config(_set(_set(_multiclass(), "gate.main_metric", "accuracy"), "gate.absolute_min_metric", 0.8))
+    assert (cfg.gate.main_metric, cfg.gate.absolute_min_metric) == ("accuracy", 0.8)
+    with pytest.raises(ConfigError, match=r"gate.absolute_min_metric: 1.5 is above 1, and accuracy is a share"):
+        parse_config(_set(_set(_multiclass(), "gate.main_metric", "accuracy"), "gate.absolute_min_metric", 1.5))
+    with pytest.raises(ConfigError, match=r"gate.main_metric: 'accuracy' does not fit dataset.task 'regression'"):
+        parse_config(_set(_config(), "gate.main_metric", "accuracy"))

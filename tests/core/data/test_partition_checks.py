@@ -86,3 +86,13 @@ def test_bands_must_be_positive(band: str) -> None:
     data["dataset"][band] = 0
     with pytest.raises(ConfigError, match=rf"dataset\.{band}: must be > 0, got 0"):
         parse_config(data)
+
+
+def test_class_labels_of_a_multiclass_target_have_no_mean_or_quartiles_to_check(ds: DatasetConfig) -> None:
+    """Integer class codes whose shares move a lot would fail both bands as numbers; as labels they are skipped."""
+    multi = dataclasses.replace(ds, task="multiclass")
+    reference, new = pd.Series([0, 1, 2] * 300), pd.Series([2] * 900)
+    assert not validate_target_mean(new, reference, ["2013-02"], ds).passed  # read as numbers, they shift
+    for check in (validate_target_mean, validate_target_quantiles):
+        outcome = check(new, reference, ["2013-02"], multi)
+        assert outcome.passed and outcome.message.startswith("multiclass target: class labels have no")

@@ -80,3 +80,11 @@ def test_without_a_time_column_age_counts_versions_on_the_watched_branch(tmp_pat
     assert ages.unit == "versions"
     assert [ages(commits[0], c) for c in commits] == [0.0, 1.0, 2.0]
     assert ages(aside, commits[2]) is None  # not in the later version's history: no age
+
+
+def test_a_higher_is_better_metric_decays_when_it_falls():
+    """Accuracy falling from 0.9 to 0.81 is a 10% loss (a positive change); rising is no decay."""
+    fell = point("1", "v1", "v2", 30.0, 0.81, 0.9, TOLERANCE, higher_is_better=True)
+    assert fell.change == pytest.approx(0.1) and not fell.within
+    rose = point("1", "v1", "v3", 60.0, 0.95, 0.9, TOLERANCE, higher_is_better=True)
+    assert rose.change < 0 and rose.within

@@ -116,3 +116,18 @@ def test_no_champion_is_not_drifted_and_round_trips():
     report = no_champion("c" * 40, ["2013-01"], 1234)
     assert not report.drifted and report.champion_version is None and "no champion" in report.note
     assert DriftReport.from_json(report.to_json()) == report
+
+
+def test_a_multiclass_target_is_compared_by_its_class_shares(cfg):
+    """A multiclass target's labels have no distribution to KS-test: their shares are compared by PSI."""
+    multi = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, task="multiclass", target="carrier"),
+                                features=dataclasses.replace(cfg.features, categorical=["origin"]))
+    same = drift_report(rows(4000, 1), rows(3000, 2), multi, data_version="b" * 40, new_partitions=["p"],
+                        champion_version="1", reference_data_version="a" * 40)
+    target = _row(same.rows, "all", "carrier")
+    assert target.statistic == "psi" and target.value < 0.05 and not same.drifted
+    shifted = drift_report(rows(4000, 1), rows(3000, 2, weights=(0.1, 0.2, 0.7)), multi, data_version="b" * 40,
+                           new_partitions=["p"], champion_version="1", reference_data_version="a" * 40)
+    target = _row(shifted.rows, "all", "carrier")
+    assert target.drifted and target.threshold == 0.2
+    assert shifted.reasons[0] == f"target carrier: PSI of the class shares {target.value:.2f} > 0.2 (all rows)"

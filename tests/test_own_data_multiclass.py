@@ -1,0 +1,101 @@
+"""A multiclass dataset through the real pipeline, for every model family: palmerpenguins' species (three classes,
+shipped offline as a CSV by the package) from two study years to a champion, gated with multiclass metrics and
+slices per island and per class, served as a label and one probability per class, and rebuilt identically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from dashboard import data as dashboard
+from mlassets.core import paths, tracking
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.records import RecordFiles
+from mlassets.core.registry import versions as registry
+from mlassets.core.registry.promote import live_version
+from mlassets.serving import PredictionSet, load_champion
+from tests.test_own_data import _package_file, cli
+
+pytestmark = pytest.mark.e2e
+
+PLUGIN = Path(__file__).resolve().parent / "fixtures" / "penguin_net.py"
+FAMILIES = {  # the model section of each family: a new family joins with one line
+    "mlp": {"hidden": [16]},
+    "torch": {"family": "torch", "plugin": f"{PLUGIN}:build", "params": {"hidden": 16}},
+}
+CLASSES = ["Adelie", "Chinstrap", "Gentoo"]
+MEASURES = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
+NAME = "penguin_species"
+
+
+def _config(directory: Path, family: str) -> Path:
+    """Species from the island, sex and four measurements; study years are the partitions, split by key hash."""
+    measure = {"dtype": "float", "nullable": True, "min": 0}
+    config = {
+        "dataset": {
+            "name": NAME, "source": "files", "task": "multiclass", "target": "species",
+            "path": str(_package_file("palmerpenguins", "data", "penguins.csv")),
+            "partition_column": "year", "partitions": {"pattern": "YYYY", "keys": ["2007", "2008"]},
+            "key": ["island", *MEASURES, "sex", "year"], "slices": ["island"], "min_rows": 80,
+            "columns": {"species": {"dtype": "str", "allowed": CLASSES}, "island": {"dtype": "str"},
+                        **{c: measure for c in MEASURES}, "sex": {"dtype": "str", "nullable": True},
+                        "year": {"dtype": "int"}},
+        },
+        "features": {"split": "hash", "categorical": ["island", "sex"], "numeric": MEASURES,
+                     "validation_fraction": 0.2, "holdout_fraction": 0.25},
+        "model": {"registered_name": NAME, **FAMILIES[family]},
+        "training": {"epochs": 30, "batch_size": 16, "lr": 0.01},
+        "gate": {"main_metric": "logloss", "tolerance": 0.5, "slice_min_rows": 10, "slice_max_regression": 1.0,
+                 "absolute_max_metric": 0.9, "calibration_max_ece": 0.3},
+    }
+    path = directory / f"{NAME}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _evaluations() -> dict[str, Evaluation]:
+    files = RecordFiles(paths.records_root())
+    folder = files.root / NAME / "evaluation"
+    return {p.stem: files.read([NAME, "evaluation"], p.stem, Evaluation) for p in folder.glob("*.json")}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_penguin_species_reaches_a_champion_is_served_with_probabilities_and_rebuilds(family, home, tmp_path, capsys):
+    code, out, err = cli(capsys, "demo", "--config", str(_config(tmp_path, family)), "--months", "2")
+    assert code == 0, out + err
+    assert "candidate log loss" in out and "champion log loss" in out
+    tracking.configure()
+    champion = live_version(NAME)
+    assert champion in ("1", "2"), out
+    second = registry.record_of(registry.get_version(NAME, "2"))
+    assert second.family == family and second.gate_result.has_champion
+    rules = {r.name: r for r in second.gate_result.rules}
+    assert {"sanity_sum", "main_metric", "calibration_ece", "slice island=Biscoe", "slice species=Gentoo"} <= set(rules)
+    assert rules["sanity_sum"].passed and rules["main_metric"].bound == "max"
+
+    evaluation = _evaluations()[second.data_commit]
+    assert evaluation.task == "multiclass" and evaluation.champion_version == "1"
+    assert evaluation.candidate["accuracy"] > 0.8 and evaluation.candidate["unseen_class_rows"] == 0
+    assert [c.value for c in evaluation.classes] == CLASSES and all(c.candidate_knows for c in evaluation.classes)
+    assert {r.slice for r in evaluation.slices} == {"island", "species"}
+    assert all(np.isfinite([r.change, r.ci_low, r.ci_high]).all() for r in evaluation.slices)  # paired intervals
+    assert dashboard.evaluation(NAME, 2).to_json() == evaluation.to_json()  # the record the run logged to MLflow
+    handed = RecordFiles(paths.records_root()).read([NAME, "predictions"], second.data_commit, PredictionSet)
+    assert handed.mae is None and 0.8 < handed.accuracy <= 1  # the champion's batch predictions, scored
+
+    rows = pd.read_csv(_package_file("palmerpenguins", "data", "penguins.csv")).head(40)
+    served = load_champion(NAME).predict(rows)
+    assert list(served.columns) == ["prediction", *(f"probability_{c}" for c in CLASSES)]
+    np.testing.assert_allclose(served.iloc[:, 1:].sum(axis=1), 1.0, atol=1e-9)
+    assert (served["prediction"] == rows["species"]).mean() > 0.8
+    pyfunc = mlflow.pyfunc.load_model(f"models:/{NAME}@champion").predict(rows[["island", "sex", *MEASURES]])
+    pd.testing.assert_frame_equal(pyfunc.reset_index(drop=True), served)
+
+    code, out, err = cli(capsys, "rebuild", NAME, "--version", champion)
+    assert code == 0, out + err
+    assert "identical predictions" in out
