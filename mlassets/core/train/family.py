@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from mlassets.core.train.job import TrainJob
     from mlassets.core.train.reporting import Reporter
     from mlassets.core.train.result import TrainingResult
+    from mlassets.core.train.search import Param
     from mlassets.core.train.splits import Splits
-    from mlassets.core.tune.space import Param
 
 FAMILIES = {  # name -> "module:class"; imported only when asked for (no torch for trees, no trees for torch)
     "mlp": "mlassets.core.train.families.torch_nn:MLPFamily",

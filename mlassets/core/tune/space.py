@@ -5,30 +5,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig, parse_config
-
-
-@dataclass(frozen=True)
-class Param:
-    """One searchable value: a float range (log-scaled or not), or integer choices."""
-
-    section: Literal["training", "model"]
-    low: float = 0.0
-    high: float = 0.0
-    log: bool = False
-    choices: tuple[int, ...] = ()  # integers (batch size, embedding width): one of these
-
-
-SPACE: dict[str, Param] = {  # the keys are config.automation.TUNABLE
-    "lr": Param("training", 1e-4, 3e-2, log=True),
-    "weight_decay": Param("training", 1e-6, 1e-1, log=True),
-    "dropout": Param("model", 0.0, 0.5),
-    "batch_size": Param("training", choices=(128, 256, 512, 1024, 2048)),
-    "embedding_dim": Param("model", choices=(4, 8, 16, 32)),
-}
+from mlassets.core.train.search import SPACE, Param  # noqa: F401 - the study's names for them
 
 
 def suggest(trial: Any, params: Sequence[str], space: Mapping[str, Param] = SPACE) -> dict[str, float]:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from mlassets.core.train.job import TrainJob
     from mlassets.core.train.reporting import Reporter
     from mlassets.core.train.result import TrainingResult
+    from mlassets.core.train.search import Param
     from mlassets.core.train.splits import Splits
-    from mlassets.core.tune.space import Param
 
 
 class TorchFamily:
@@ -74,7 +74,7 @@ class TorchFamily:
             return model(torch.from_numpy(x_cat), torch.from_numpy(x_num)).double().numpy()
 
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
-        from mlassets.core.tune.space import SPACE
+        from mlassets.core.train.search import SPACE
 
         return {name: SPACE[name] for name in self.tunable}
 
