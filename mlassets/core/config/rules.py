@@ -175,6 +175,7 @@ def _model_and_training(cfg: PipelineConfig) -> None:
                           f"{', '.join(TASK_LOSSES[task][1:])} (or auto)")
     _at_least({"training.epochs": tr.epochs, "training.batch_size": tr.batch_size, "training.threads": tr.threads,
                "training.nproc": tr.nproc, "training.keep_last": tr.keep_last,
+               "training.stream_window_rows": tr.stream_window_rows,
                "training.collective_timeout_s": tr.collective_timeout_s}, 1)
     _at_least({"training.checkpoint_every_steps": tr.checkpoint_every_steps,
                "training.checkpoint_every_minutes": tr.checkpoint_every_minutes,

@@ -15,7 +15,7 @@ import pandas as pd
 UNKNOWN = 0  # index for unseen or missing categories; real values start at 1
 
 
-def _category_key(value: Any) -> str:
+def category_key(value: Any) -> str:
     """The string a categorical value is compared as; integral floats (5.0) read as ints ("5")."""
     if isinstance(value, float | np.floating) and float(value).is_integer():
         return str(int(value))
@@ -25,11 +25,11 @@ def _category_key(value: Any) -> str:
 def _codes(series: pd.Series, vocab: dict[str, int]) -> np.ndarray:
     """Vocabulary indices for a column: factorize once, look up each distinct value once."""
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    table = np.array([vocab.get(_category_key(u), UNKNOWN) for u in uniques] + [UNKNOWN], dtype=np.int64)
+    table = np.array([vocab.get(category_key(u), UNKNOWN) for u in uniques] + [UNKNOWN], dtype=np.int64)
     return table[codes]  # NaN/None have code -1, which picks the trailing UNKNOWN
 
 
-def _numeric(series: pd.Series, column: str) -> np.ndarray:
+def numeric_values(series: pd.Series, column: str) -> np.ndarray:
     """A column as float64 with non-finite values turned into NaN."""
     try:
         values = pd.to_numeric(series).to_numpy(dtype=np.float64, na_value=np.nan)
@@ -61,12 +61,12 @@ class Preprocessor:
         vocab: dict[str, dict[str, int]] = {}
         for column in categorical:
             _, uniques = pd.factorize(df[column], use_na_sentinel=True)
-            keys = sorted({_category_key(u) for u in uniques})
+            keys = sorted({category_key(u) for u in uniques})
             vocab[column] = {key: i + 1 for i, key in enumerate(keys)}
         means: dict[str, float] = {}
         stds: dict[str, float] = {}
         for column in numeric:
-            values = _numeric(df[column], column)
+            values = numeric_values(df[column], column)
             finite = values[~np.isnan(values)]
             mean = float(finite.mean()) if finite.size else 0.0
             std = float(finite.std()) if finite.size else 1.0
@@ -89,7 +89,7 @@ class Preprocessor:
             cat[:, j] = _codes(df[column], self.vocab[column])
         num = np.zeros((n, len(self.numeric)), dtype=np.float32)
         for j, column in enumerate(self.numeric):
-            values = _numeric(df[column], column)
+            values = numeric_values(df[column], column)
             mean = self.means[column]
             values = np.where(np.isnan(values), mean, values)
             num[:, j] = (values - mean) / self.stds[column]

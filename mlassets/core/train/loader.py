@@ -21,6 +21,7 @@ from mlassets.core.train.family import FeatureSpec
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.splits import Splits, read_splits
+from mlassets.core.train.stream import StreamBatches, StreamData, scan
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -42,6 +43,10 @@ class TabularData:
     n_val: int
     classes: list[str] = field(default_factory=list)
     spec: FeatureSpec | None = None
+
+    def validation_chunks(self, rows: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
+        for s in range(0, self.n_val, rows):
+            yield self.val_cat[s:s + rows], self.val_num[s:s + rows], self.y_val[s:s + rows]
 
 
 def load_data(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None) -> TabularData:
@@ -111,12 +116,24 @@ def _identity(batch: Batch) -> Batch:
     return batch
 
 
-def build_loader(data: TabularData, faults: Faults, global_batch: int, rank: int, world_size: int,
-                 seed: int) -> tuple[StatefulDataLoader, ShardedBatchSampler]:
-    """A single-process ``StatefulDataLoader``; it draws nothing from the global RNG (own generator)."""
+def build_loader(data: TabularData | StreamData, faults: Faults, global_batch: int, rank: int, world_size: int,
+                 seed: int, window_rows: int = 0) -> tuple[Any, Any]:
+    """``(loader, sampler)``: a single-process ``StatefulDataLoader`` over the tensors (it draws nothing from the
+    global RNG: own generator), or for streamed splits their ``StreamBatches`` as both."""
+    if isinstance(data, StreamData):
+        batches = StreamBatches(data, faults, global_batch, rank, world_size, seed, window_rows)
+        return batches, batches
     sampler = ShardedBatchSampler(data.n_train, global_batch, rank, world_size, seed)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="'set_vital' is deprecated")  # raised inside torchdata
         loader = StatefulDataLoader(TabularRows(data, faults), batch_sampler=sampler, collate_fn=_identity,
                                     num_workers=0, generator=torch.Generator().manual_seed(seed))
     return loader, sampler
+
+
+def load_training_data(cfg: PipelineConfig, train_path: str, validation_path: str,
+                       reporter: Reporter | None) -> TabularData | StreamData:
+    """The splits as ``training.loader`` says: in memory (tensors), or streamed from their row groups."""
+    if cfg.training.loader == "stream":
+        return scan(cfg, train_path, validation_path, reporter)
+    return load_data(cfg, train_path, validation_path, reporter)

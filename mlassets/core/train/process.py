@@ -32,7 +32,7 @@ from mlassets.core.train.artifact import MANIFEST, WEIGHTS, ModelBundle, save_bu
 from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F401 - re-exported
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.loader import TabularData, load_data
+from mlassets.core.train.loader import TabularData, load_training_data
 from mlassets.core.train.loop import Trainer
 from mlassets.core.train.metrics import open_sink
 from mlassets.core.train.reporting import Reporter
@@ -111,7 +111,7 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
     log = reporter.log if env.is_main else (lambda msg: None)
     sink = open_sink(reporter.extras if env.is_main else {}, env.rank, out_dir)
     try:
-        data = load_data(cfg, job.train_path, job.validation_path, reporter if env.is_main else None)
+        data = load_training_data(cfg, job.train_path, job.validation_path, reporter if env.is_main else None)
         attempt = dd.broadcast_int(_next_attempt(out_dir) if env.is_main else 0, env)
         with dd.deterministic(tr.seed, tr.threads, env.device):
             trainer = Trainer(cfg, data, env, out_dir, log, sink, job.data_version, attempt,

@@ -33,12 +33,14 @@ def flights_like(n: int, seed: int) -> pd.DataFrame:
     })
 
 
-def write_splits(directory: Path, n_train: int, n_val: int, seed: int = 0) -> tuple[Path, Path]:
-    """Write ``train.parquet`` and ``validation.parquet`` under ``directory``; return their paths."""
+def write_splits(directory: Path, n_train: int, n_val: int, seed: int = 0,
+                 row_group_rows: int | None = None) -> tuple[Path, Path]:
+    """Write ``train.parquet`` and ``validation.parquet`` under ``directory`` (row groups of ``row_group_rows``, else
+    one); return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     train, val = directory / "train.parquet", directory / "validation.parquet"
-    flights_like(n_train, seed).to_parquet(train)
-    flights_like(n_val, seed + 1).to_parquet(val)
+    flights_like(n_train, seed).to_parquet(train, row_group_size=row_group_rows)
+    flights_like(n_val, seed + 1).to_parquet(val, row_group_size=row_group_rows)
     return train, val
 
 
