@@ -16,9 +16,12 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 	$(BIN)/mlassets demo $(ARGS)
 
+# pytest-xdist workers; tests that share a session fixture stay in one worker (tests/conftest.py)
+JOBS ?= 2
+
 test: $(STAMP) chromium postgres  ## lint, then the whole test suite
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --durations=25 $(ARGS)
 
 chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as root) only when missing
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

@@ -13,7 +13,16 @@ from mlassets.core.config import PipelineConfig, load_config, shipped_configs
 warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 
 
+# Fixtures built once per session (a demo home, a PostgreSQL server, one MLflow store): under pytest-xdist every
+# test that uses one runs in the same worker (``--dist loadgroup``), so each is built once, not once per worker.
+SHARED_FIXTURES = {"_demo_stack": "demo", "postgres": "postgres", "reg": "registry", "recorded": "dashboard"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        groups = [group for fixture, group in SHARED_FIXTURES.items() if fixture in item.fixturenames]
+        if groups:
+            item.add_marker(pytest.mark.xdist_group(groups[0]))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
