@@ -15,11 +15,12 @@ from mlassets.core.config import ConfigError, PipelineConfig, parse_config
 class Param:
     """One searchable value: a float range (log-scaled or not), or integer choices."""
 
-    section: Literal["training", "model"]
+    section: Literal["training", "model", "params"]  # params: the family's own, model.params.<name>
     low: float = 0.0
     high: float = 0.0
     log: bool = False
     choices: tuple[int, ...] = ()  # integers (batch size, embedding width): one of these
+    integer: bool = False  # an integer range [low, high] (tree leaves, rows per leaf)
 
 
 SPACE: dict[str, Param] = {  # the keys are config.automation.TUNABLE
@@ -28,6 +29,10 @@ SPACE: dict[str, Param] = {  # the keys are config.automation.TUNABLE
     "dropout": Param("model", 0.0, 0.5),
     "batch_size": Param("training", choices=(128, 256, 512, 1024, 2048)),
     "embedding_dim": Param("model", choices=(4, 8, 16, 32)),
+    "num_leaves": Param("params", 8, 256, log=True, integer=True),  # the boosted trees' (model.params.<name>)
+    "learning_rate": Param("params", 0.01, 0.3, log=True),
+    "min_child_samples": Param("params", 5, 200, log=True, integer=True),
+    "feature_fraction": Param("params", 0.5, 1.0),
 }
 
 
@@ -36,26 +41,35 @@ def suggest(trial: Any, params: Sequence[str], space: Mapping[str, Param] = SPAC
     values: dict[str, float] = {}
     for name in params:
         p = space[name]
-        values[name] = (trial.suggest_categorical(name, list(p.choices)) if p.choices
-                        else trial.suggest_float(name, p.low, p.high, log=p.log))
+        if p.choices:
+            values[name] = trial.suggest_categorical(name, list(p.choices))
+        elif p.integer:
+            values[name] = trial.suggest_int(name, int(p.low), int(p.high), log=p.log)
+        else:
+            values[name] = trial.suggest_float(name, p.low, p.high, log=p.log)
     return values
 
 
 def with_values(cfg: PipelineConfig, values: Mapping[str, float]) -> PipelineConfig:
-    """``cfg`` with ``values`` in their sections (``lr`` -> ``training.lr``, ``dropout`` -> ``model.dropout``);
-    every config rule is checked again, naming the key and value that break one."""
-    sections: dict[str, dict[str, float | int]] = {"training": {}, "model": {}}
+    """``cfg`` with ``values`` in their sections (``lr`` -> ``training.lr``, ``dropout`` -> ``model.dropout``,
+    ``num_leaves`` -> ``model.params.num_leaves``); every config rule is checked again, naming the key and value
+    that break one."""
+    sections: dict[str, dict[str, float | int]] = {"training": {}, "model": {}, "params": {}}
     for name, value in values.items():
         if name not in SPACE:
             raise ConfigError(f"tuned value {name!r}: not a tunable parameter (allowed: {', '.join(SPACE)})")
         param = SPACE[name]
+        where = f"model.params.{name}" if param.section == "params" else f"{param.section}.{name}"
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ConfigError(f"{param.section}.{name}: tuned value {value!r} is not a finite number")
-        if param.choices and value != int(value):
-            raise ConfigError(f"{param.section}.{name}: tuned value {value!r} is not an integer")
-        sections[param.section][name] = int(value) if param.choices else float(value)
-    out = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, **sections["training"]),
-                              model=dataclasses.replace(cfg.model, **sections["model"]))
+            raise ConfigError(f"{where}: tuned value {value!r} is not a finite number")
+        whole = bool(param.choices) or param.integer
+        if whole and value != int(value):
+            raise ConfigError(f"{where}: tuned value {value!r} is not an integer")
+        sections[param.section][name] = int(value) if whole else float(value)
+    model = dataclasses.replace(cfg.model, **sections["model"])
+    if sections["params"]:
+        model = dataclasses.replace(model, params={**model.params, **sections["params"]})
+    out = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, **sections["training"]), model=model)
     parse_config(out.to_dict())  # a tuned value that breaks a rule fails here, by key path
     return out
 

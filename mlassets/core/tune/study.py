@@ -41,7 +41,8 @@ def study_name(cfg: PipelineConfig, data_version: str) -> str:
     themselves, the number of trials, the seed, schedule and storage do not (the study resumes)."""
     data = cfg.to_dict()
     for name in cfg.tuning.params:
-        data[SPACE[name].section].pop(name)
+        section = SPACE[name].section
+        (data["model"]["params"] if section == "params" else data[section]).pop(name, None)
     key = {k: data[k] for k in ("dataset", "features", "model", "training")}
     key.update(params=sorted(cfg.tuning.params), epochs=epochs_of(cfg), data_version=data_version)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
