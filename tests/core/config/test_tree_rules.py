@@ -53,3 +53,14 @@ def test_tuning_searches_what_the_family_has_unless_the_config_says() -> None:
     with pytest.raises(ConfigError, match="tuning.params: 'num_leaves' is not searched for model.family 'mlp'"):
         parse_config({**yaml.safe_load(shipped_configs()["flights"].read_text()),
                       "tuning": {"params": ["num_leaves"]}})
+
+
+def test_flights_lightgbm_is_flights_with_trees_competing_for_the_same_model() -> None:
+    """Its own dataset (an asset-key prefix of its own), the same rows, features and gate, the same registered
+    model: a LightGBM candidate is gated against the MLP champion on the same kind of holdout."""
+    mlp, trees = (load_config(shipped_configs()[n]).to_dict() for n in ("flights", "flights_lightgbm"))
+    assert (mlp["dataset"].pop("name"), trees["dataset"].pop("name")) == ("flights", "flights_lightgbm")
+    for section in ("dataset", "features", "gate"):
+        assert trees[section] == mlp[section], section
+    assert trees["model"]["registered_name"] == mlp["model"]["registered_name"]
+    assert (mlp["model"]["family"], trees["model"]["family"]) == ("mlp", "lightgbm")
