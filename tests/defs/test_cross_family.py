@@ -49,8 +49,9 @@ def test_a_lightgbm_challenger_replaces_the_mlp_champion_and_rebuilds_identicall
     ingest(instance, trees, "2013-01")
     version = ingest(instance, trees, "2013-02").data_version  # the next version: January and February
     second = play(instance, trees, "2013-02", version)
-    print(f"holdout MAE (last week of February, sample 0.2): MLP v1 {second.champion_metric:.3f}, "
-          f"LightGBM v2 {second.candidate_metric:.3f}; gate {second.decision} {second.reasons}")
+    with capsys.disabled():  # the two families side by side, in the test's output
+        print(f"\nholdout MAE (last week of February, sample 0.2): MLP v1 {second.champion_metric:.3f}, "
+              f"LightGBM v2 {second.candidate_metric:.3f}; gate {second.decision} {second.reasons}")
     assert second.success and second.decision == "pass", second.reasons
     assert second.champion_metric is not None  # judged against the MLP on the same holdout, not on thresholds
     assert second.champion_version == "2"
@@ -76,6 +77,7 @@ def test_a_lightgbm_challenger_replaces_the_mlp_champion_and_rebuilds_identicall
     served = mlflow.pyfunc.load_model(f"models:/{name}@champion").predict(holdout)
     np.testing.assert_array_equal(np.asarray(served), bundle.predict(holdout))
 
+    capsys.readouterr()
     assert main(["history", "--model", name]) == 0
     history = capsys.readouterr().out.splitlines()
     assert history[0].split()[6] == "family" and [line.split()[6] for line in history[1:3]] == ["mlp", "lightgbm"]
@@ -84,5 +86,6 @@ def test_a_lightgbm_challenger_replaces_the_mlp_champion_and_rebuilds_identicall
     assert table[0].split()[-2:] == ["family", "champion"] and table[-1].split()[-3:] == ["v2", "lightgbm", "yes"]
 
     report = rebuild(name, "2")
-    print("\n".join(report.lines()))
+    with capsys.disabled():
+        print("\n".join(report.lines()))
     assert report.identical and report.weights_match and report.rows == len(holdout) > 0, report.lines()
