@@ -114,7 +114,9 @@ def save(model: Any, path: Path) -> None:
 
 
 def predict(model: Any, x_cat: np.ndarray, x_num: np.ndarray) -> np.ndarray:
-    return np.asarray(model.predict(dmatrix(x_cat, x_num), output_margin=True), dtype=np.float64)
+    """Margins, predicted in place (no DMatrix: a single row costs ~0.2 ms instead of several); the booster knows
+    which columns are categorical."""
+    return np.asarray(model.inplace_predict(matrix(x_cat, x_num), predict_type="margin"), dtype=np.float64)
 
 
 def log_native(model: Any, name: str, requirements: list[str]) -> str:
