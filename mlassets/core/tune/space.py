@@ -77,3 +77,12 @@ def with_values(cfg: PipelineConfig, values: Mapping[str, float]) -> PipelineCon
 def epochs_of(cfg: PipelineConfig) -> int:
     """Epochs a trial trains: ``tuning.epochs``, else the config's own."""
     return cfg.tuning.epochs or cfg.training.epochs
+
+
+def trial_length(cfg: PipelineConfig) -> str:
+    """What one trial trains, in words: a network's epochs, or the boosted trees' rounds (reported every 10)."""
+    if cfg.model.family in ("lightgbm", "xgboost"):
+        from mlassets.core.config.model import tree_params
+
+        return f"up to {tree_params(cfg.model.params)['rounds']} rounds"
+    return f"{epochs_of(cfg)} epoch(s)"

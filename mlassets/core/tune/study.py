@@ -30,7 +30,7 @@ from mlassets.core.train.family import family_of
 from mlassets.core.train.objectives import VAL_METRIC
 from mlassets.core.train.splits import Splits, read_splits
 from mlassets.core.tune.record import TrialRow, TunedHparams
-from mlassets.core.tune.space import SPACE, Param, epochs_of, suggest, with_values
+from mlassets.core.tune.space import SPACE, Param, epochs_of, suggest, trial_length, with_values
 
 SPLITS = ("train", "validation")  # what a study reads; never the holdout
 HEARTBEAT_S = 60  # a trial of a run that died is marked failed when the study next resumes
@@ -132,7 +132,7 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
     before = len(study.trials)  # a resumed study: new draws, not the first call's again
     study.sampler = optuna.samplers.TPESampler(seed=cfg.tuning.seed + before,
                                                n_startup_trials=max(2, min(10, n_trials // 3)))
-    log(f"study {name} ({storage_kind(url)}): {n_trials} trial(s) of {epochs_of(cfg)} epoch(s) over "
+    log(f"study {name} ({storage_kind(url)}): {n_trials} trial(s) of {trial_length(cfg)} over "
         f"{', '.join(cfg.tuning.params)}; {data.n_train} training rows, {data.n_val} validation rows"
         + (f"; resuming after {before} trial(s)" if before else ""))
 
@@ -140,7 +140,8 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
         row = _row(t)
         shown = ", ".join(f"{k}={v:.3g}" for k, v in row.values.items())
         value = row.value if row.value is not None else row.last
-        log(f"trial {row.number} {row.state.lower()} after {row.epochs} epoch(s): val_"
+        unit = "epoch" if cfg.model.family in ("mlp", "torch") else "report"
+        log(f"trial {row.number} {row.state.lower()} after {row.epochs} {unit}(s): val_"
             f"{VAL_METRIC[cfg.dataset.task]}={'-' if value is None else f'{value:.4f}'} ({shown})")
 
     own = mlflow.active_run() is None

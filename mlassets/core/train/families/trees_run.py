@@ -133,10 +133,11 @@ def fit_trial(lib: ModuleType, cfg: PipelineConfig, splits: Splits, report: Call
     """One tuning trial: the same chunked loop without checkpoints, its validation metric reported to the pruner
     every ``REPORT_EVERY`` rounds (``report`` raises to prune); the best round's metric."""
     engine = lib.Engine(cfg, splits, cfg.training.threads)
+    plan = plan_of(cfg)
 
     def on_round(r: int, metric: float) -> None:
-        if r % REPORT_EVERY == 0:
+        if r % REPORT_EVERY == 0 and r < plan.rounds:  # the last round's work is done: nothing left to save
             report(r, metric)
 
-    progress, _ = fit(engine, splits, plan_of(cfg), Watch(on_round=on_round))
+    progress, _ = fit(engine, splits, plan, Watch(on_round=on_round))
     return progress.best_metric
