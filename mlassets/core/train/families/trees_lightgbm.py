@@ -53,15 +53,16 @@ def chunk_params(base: dict[str, Any], chunk: int) -> dict[str, Any]:
     return {**base, "bagging_seed": s, "feature_fraction_seed": s, "extra_seed": s, "objective_seed": s}
 
 
-def raw(task: str, inner: np.ndarray) -> np.ndarray:
-    """Raw scores from LightGBM's inner predictions (identity for regression; logits from probabilities)."""
+def raw(task: str, inner: np.ndarray, copy: bool = True) -> np.ndarray:
+    """Raw scores from LightGBM's inner predictions (identity for regression; logits from probabilities).
+    Without ``copy`` a regression's scores may be LightGBM's own buffer, valid until its next inner prediction."""
     p = np.asarray(inner, dtype=np.float64)
     with np.errstate(divide="ignore"):
         if task == "binary":
             return np.clip(np.log(p) - np.log1p(-p), -LOGIT_LIMIT, LOGIT_LIMIT)
         if task == "multiclass":  # logits up to a per-row constant, which softmax ignores
             return np.maximum(np.log(p), LOG_FLOOR)
-    return p.copy()
+    return p.copy() if copy else p
 
 
 class Engine:
@@ -102,7 +103,7 @@ class Engine:
     def step(self, round_index: int) -> None:
         self.booster.update()
 
-    def _inner(self, train: bool) -> np.ndarray:
+    def _inner(self, train: bool, copy: bool = True) -> np.ndarray:
         got: list[np.ndarray] = []
 
         def grab(preds: np.ndarray, _: Any) -> tuple[str, float, bool]:
@@ -110,11 +111,11 @@ class Engine:
             return "raw", 0.0, False
 
         (self.booster.eval_train if train else self.booster.eval_valid)(feval=grab)
-        return raw(self.task, got[0])
+        return raw(self.task, got[0], copy)
 
     def val_raw(self) -> np.ndarray:
         """The validation split's raw outputs after the last round (LightGBM's cached scores: no prediction)."""
-        return self._inner(train=False)
+        return self._inner(train=False, copy=False)
 
     def end(self) -> tuple[bytes, dict[str, np.ndarray]]:
         """The model so far (every round) and the scores the next chunk starts from."""
