@@ -32,7 +32,8 @@ def test_the_database_read_matches_mlflows_client(reg: Registry) -> None:
     client.delete_registered_model_alias(reg.name, "champion")
     assert "champion" not in peek.read_model(reg.name, uri).aliases
     client.set_model_version_tag(reg.name, "2", "family", "lightgbm")
-    seen_by_mlflow = {str(v.version): v.tags.get("family") for v in client.search_model_versions(f"name = '{reg.name}'")}
+    found = client.search_model_versions(f"name = '{reg.name}'")
+    seen_by_mlflow = {str(v.version): v.tags.get("family") for v in found}
     assert peek.version_tags(reg.name, "family", uri) == {k: v for k, v in seen_by_mlflow.items() if v}
     assert peek.version_tags(reg.name, "family", uri)["2"] == "lightgbm"
     assert peek.version_tags("no_such_model", "family", uri) == {}
