@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlassets.core.diagnose.report import diagnose_dir
 from mlassets.core.train.artifact import MANIFEST, check_weights, load_bundle, postprocess, save_bundle
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
@@ -74,6 +75,8 @@ def test_the_bundle_round_trips_and_a_tampered_model_file_is_refused(family, tmp
     rows = _rows(tmp_path)
     bundle = load_bundle(result.model_dir)
     assert bundle.family == family and result.best_epoch <= result.steps <= 20
+    diagnosis = diagnose_dir(result.telemetry_dir)  # one row per round: what the dashboard's pages read
+    assert diagnosis is not None and result.telemetry["steps"] == result.steps
     copy = save_bundle(bundle, tmp_path / "copy")
     np.testing.assert_array_equal(load_bundle(copy).predict(rows), bundle.predict(rows))
     weights = copy / family_of(family).weights_file

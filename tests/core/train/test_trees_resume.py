@@ -60,7 +60,7 @@ def test_a_run_killed_between_checkpoints_ends_with_the_same_booster(family, tmp
 
     a, b = read_result(whole.parent), read_result(killed.parent)
     assert (a.resumed_from_step, a.attempt) == (0, 1)
-    assert b.attempt == 2 and b.resumed_from_step in (20, 30), b.resumed_from_step  # 30 if the kill came late
+    assert b.attempt == 2 and b.resumed_from_step in (20, 30, 40), b.resumed_from_step  # later if the kill was late
     assert _model_bytes(whole.parent) == _model_bytes(killed.parent)  # the bundle's model file, byte for byte
     assert a.weights_sha256 == b.weights_sha256 and a.final_weights_sha256 == b.final_weights_sha256
     assert a.curves == b.curves and a.steps == b.steps == 50
