@@ -102,6 +102,35 @@ def test_the_bundle_round_trips_and_a_tampered_model_file_is_refused(family, tmp
         check_weights(copy, result.weights_sha256, "the registry record")  # ... and the record names the real one
 
 
+def test_mlflows_own_flavor_gives_the_boosters_raw_scores(tmp_path, home) -> None:
+    """XGBoost's flavor here (LightGBM's: tests/defs/test_cross_family.py, through the training asset)."""
+    import mlflow
+
+    from mlassets.core import tracking
+    from mlassets.core.train.families.trees_common import matrix
+    from mlassets.core.train.mlflow_model import log_model, log_native, pip_requirements
+
+    family = "xgboost"
+    result = _train(family, tmp_path, "multiclass", rounds=15)
+    bundle, rows = load_bundle(result.model_dir), _rows(tmp_path)
+    tracking.configure()
+    with mlflow.start_run() as run:
+        uri = log_native(result.model_dir)
+        pyfunc_uri = log_model(result.model_dir)
+    assert mlflow.get_logged_model(uri.removeprefix("models:/")).source_run_id == run.info.run_id
+    flavor = getattr(mlflow, family)
+    native = flavor.load_model(uri)
+    x_cat, x_num = bundle.preprocessor.transform(rows)
+    X = matrix(x_cat, x_num)
+    got = native.predict(X, raw_score=True) if family == "lightgbm" else native.inplace_predict(
+        X, predict_type="margin")
+    np.testing.assert_array_equal(np.asarray(got, dtype=np.float64),
+                                  family_of(family).predict(bundle.model, x_cat, x_num))
+    assert pip_requirements(family)[0].startswith(f"{family}==") and not any(
+        r.startswith("torch") for r in pip_requirements(family))
+    np.testing.assert_array_equal(mlflow.pyfunc.load_model(pyfunc_uri).predict(rows), bundle.predict(rows))
+
+
 def test_the_tree_training_process_imports_no_torch(tmp_path) -> None:
     job = tree_job(tmp_path, tree_config("lightgbm", {"rounds": 5}), "run")
     code = ("import sys\nfrom mlassets.core.train.entry import main\n"
