@@ -68,7 +68,7 @@ class TreeFamily:
         return self.lib().predict(model, x_cat, x_num)
 
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
-        from mlassets.core.tune.space import SPACE
+        from mlassets.core.config.search import SPACE
 
         return {name: SPACE[name] for name in TREE_TUNABLE}
 

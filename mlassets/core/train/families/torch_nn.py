@@ -73,7 +73,7 @@ class TorchFamily:
             return model(torch.from_numpy(x_cat), torch.from_numpy(x_num)).double().numpy()
 
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
-        from mlassets.core.tune.space import SPACE
+        from mlassets.core.config.search import SPACE
 
         return {name: SPACE[name] for name in self.tunable}
 
