@@ -142,7 +142,7 @@ def cmd_example(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    config_help = "a shipped config (flights, orders, orders_late) or a YAML file"
+    config_help = "a shipped config (flights, flights_lightgbm, orders, orders_late) or a YAML file"
     demo = sub.add_parser("demo", help="ingest partitions one at a time and run the pipeline for each version")
     demo.add_argument("--config", default="flights", help=config_help)
     demo.add_argument("--months", type=int, default=6, help="how many partitions arrive (default 6)")

@@ -89,7 +89,16 @@ def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]
 
     log = log or PromotionLog()
     chain, errors, consistent = _findings(name, log)
-    return "\n".join(line for line in (format_history(log.entries(name)), chain, *errors) if line), consistent
+    table = format_history(log.entries(name), families(name))
+    return "\n".join(line for line in (table, chain, *errors) if line), consistent
+
+
+def families(name: str) -> dict[str, str]:
+    """Each registered version's model family (versions registered before families are the MLP's)."""
+    from mlassets.core.registry.peek import version_tags
+
+    recorded = dict.fromkeys(version_tags(name, "dagster_run_id"), "mlp")  # every version mlassets registered
+    return recorded | version_tags(name, "family")
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -110,7 +119,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     if live is None:
         print(f"{args.model}: no version was live at {moment.isoformat()}")
     else:
-        print(f"{args.model}: v{live.to_version} was live at {moment.isoformat()} "
+        family = families(args.model).get(live.to_version, "-")
+        print(f"{args.model}: v{live.to_version} ({family}) was live at {moment.isoformat()} "
               f"({live.action} at {live.at}, seq {live.seq}, by {live.who})")
     chain, errors, consistent = _findings(args.model, log)
     for line in ([chain] if not consistent and chain.startswith("hash chain BROKEN") else []) + errors:

@@ -25,6 +25,7 @@ class VersionInfo:
     gate: str  # pass, reject, or "-" (not gated yet, or failed before the gate)
     model_version: str  # "-" when nothing was registered
     champion: bool
+    family: str = "-"  # the registered version's model family (mlp, torch, lightgbm, xgboost)
 
 
 def _read(files: RecordFiles, key: list[str], partition: str, cls: type) -> object | None:
@@ -45,18 +46,21 @@ def data_versions(cfg: PipelineConfig, store: VersionedStore | None = None) -> l
         gate = _read(files, asset_path(name, "gate_result"), version, GateResult)
         registered = _read(files, asset_path(name, "registered_model"), version, RegisteredVersion)
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
+        family = registered.record.family if isinstance(registered, RegisteredVersion) else "-"
         out.append(VersionInfo(version=version, partitions=[added] if added else [],
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
-                               model_version=model, champion=live is not None and live.to_version == model))
+                               model_version=model, champion=live is not None and live.to_version == model,
+                               family=family))
     return out
 
 
 def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:
     if not rows:
         return "(no data versions yet)"
-    header = ["data version", f"{label}s added", "gate", "model", "champion"]
+    header = ["data version", f"{label}s added", "gate", "model", "family", "champion"]
     lines = [[r.version[:12], ", ".join(r.partitions) or "-", r.gate,
-              f"v{r.model_version}" if r.model_version != "-" else "-", "yes" if r.champion else ""] for r in rows]
+              f"v{r.model_version}" if r.model_version != "-" else "-", r.family, "yes" if r.champion else ""]
+             for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                      for line in [header, *lines])

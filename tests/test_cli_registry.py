@@ -44,15 +44,15 @@ def test_promote_rollback_and_history_at(reg: Registry, capsys: pytest.CaptureFi
     for moment in times:
         code, out, _ = _run(capsys, "history", "--model", reg.name, "--at", moment)
         assert code == 0
-        answers.append(out.split(": ", 1)[1].split(" ", 1)[0])
-    assert answers == ["no", "v1", "v2", "v3", "v2"]
+        answers.append(out.split(": ", 1)[1].split(" was", 1)[0])
+    assert answers == ["no version", "v1 (mlp)", "v2 (mlp)", "v3 (mlp)", "v2 (mlp)"]
     naive = times[2].replace("+00:00", "")  # no zone: UTC
     assert _run(capsys, "history", "--model", reg.name, "--at", naive)[1] == \
         _run(capsys, "history", "--model", reg.name, "--at", times[2])[1]
     code, out, _ = _run(capsys, "history", "--model", reg.name)
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["seq", "at", "(UTC)", "action", "from", "to", "who", "why"]
-    assert lines[4].split()[3:] == ["rollback", "v3", "v2", "dana", "p99", "regression", "in", "prod"]
+    assert code == 0 and lines[0].split() == ["seq", "at", "(UTC)", "action", "from", "to", "family", "who", "why"]
+    assert lines[4].split()[3:] == ["rollback", "v3", "v2", "mlp", "dana", "p99", "regression", "in", "prod"]
     assert lines[-1].startswith("hash chain intact (4 rows, head ")
     assert reg.champion() == "2"
 

@@ -47,7 +47,8 @@ def _renamed(name: str) -> dict:
             for k, (group, parts, parents, checks) in EXPECTED.items()}
 
 
-SHIPPED = {**EXPECTED, **_renamed("orders"), **_renamed("orders_late")}  # one graph per shipped config
+SHIPPED = {**EXPECTED, **_renamed("flights_lightgbm"), **_renamed("orders"),
+           **_renamed("orders_late")}  # one graph per shipped config
 
 
 def _partitions(node) -> str:
@@ -104,7 +105,7 @@ def test_jobs_and_resources(defs):
     assert {k.to_user_string() for k in monitor.asset_layer.executable_asset_keys} == {
         "flights/snapshot", "flights/drift_report"}
     assert {s.name for s in defs.sensors} == {"flights_new_data", "flights_drift_retrain", "mlassets_run_failures",
-                                              *(f"{d}_{s}" for d in ("orders", "orders_late")
+                                              *(f"{d}_{s}" for d in ("flights_lightgbm", "orders", "orders_late")
                                                 for s in ("new_data", "drift_retrain"))}
     assert set(defs.resources) == {"store", "mlflow", "pipes", "io_manager"}
     assert all(j.executor_def.name == "in_process" for j in (pipeline, defs.resolve_job_def("flights_ingest")))

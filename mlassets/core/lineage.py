@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import os
 import platform
 import re
 import subprocess
 from pathlib import Path
-
-import torch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = PROJECT_ROOT / "requirements.lock"
@@ -60,6 +59,8 @@ def cpu_model() -> str:
 @functools.cache
 def blas() -> str:
     """torch's BLAS build, e.g. ``mkl 2024.2``: another build (or version) rounds differently."""
+    import torch
+
     config = torch.__config__.show()
     name = re.search(r"BLAS_INFO=(\w+)", config)
     version = re.search(r"Math Kernel Library Version ([\w.]+)", config)
@@ -67,8 +68,41 @@ def blas() -> str:
     return f"{text} {version.group(1)}" if version and text == "mkl" else text
 
 
-def environment() -> dict[str, str]:
-    """The facts that change a model's weights even with the same code, data and seed."""
+@functools.cache
+def cuda_available() -> bool:
+    """Whether this machine has an NVIDIA GPU (asked through NVML, so without importing torch)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetCount() > 0
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver, no library, no device: all mean no GPU here
+        return False
+
+
+def tree_device(family: str) -> str:
+    """Where a boosted-trees family trains: ``cuda`` for XGBoost built with CUDA on a machine with a GPU, else
+    ``cpu`` (LightGBM's pip build is CPU-only)."""
+    if family != "xgboost" or not cuda_available():
+        return "cpu"
+    import xgboost
+
+    return "cuda" if xgboost.build_info().get("USE_CUDA") else "cpu"
+
+
+def environment(family: str = "mlp") -> dict[str, str]:
+    """The facts that change a model's weights even with the same code, data and seed: for the torch families torch's
+    version, CPU capability and BLAS; for the boosted trees their library's version and device (no torch)."""
+    if family in ("lightgbm", "xgboost"):
+        library = importlib.import_module(family)
+        device = tree_device(family)
+        return {"torch_version": "", "cpu_capability": "", "cpu_model": cpu_model(), "blas": "",
+                "library": f"{family} {library.__version__}" + (f" {device}" if device != "cpu" else "")}
+    import torch
+
     return {
         "torch_version": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),

@@ -71,12 +71,14 @@ def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> 
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
+    framework = cfg.model.family if cfg.model.family in ("lightgbm", "xgboost") else "pytorch"  # the UI's kind tag
+
     @dg.multi_asset(
         name=keys.candidate_model.to_python_identifier(),
         outs={
-            "checkpoints": dg.AssetOut(key=keys.checkpoints, group_name="training", kinds={"pytorch"},
+            "checkpoints": dg.AssetOut(key=keys.checkpoints, group_name="training", kinds={framework},
                                        description="Final and best full-state checkpoints of the run, in the store."),
-            "candidate": dg.AssetOut(key=keys.candidate_model, group_name="training", kinds={"pytorch", "mlflow"},
+            "candidate": dg.AssetOut(key=keys.candidate_model, group_name="training", kinds={framework, "mlflow"},
                                      description="A model trained on the version's train split with the recorded "
                                                  "config, commit and seed."),
         },
@@ -121,8 +123,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         log_data_version(cfg, version, {"train": result.n_train, "validation": result.n_val}, store)
         rows = pd.read_parquet(out_dir / "data" / "validation.parquet").head(20)
         model_uri = mlflow_model.log_model(result.model_dir, rows)  # with its input/output signature
+        native_uri = mlflow_model.log_native(result.model_dir)  # MLflow's own flavor (boosted trees), or ""
         candidate = Candidate(training=result, model_uri=model_uri,
-                              provenance=provenance(run_cfg, result, store.backend, run_id, warm_start_from=warm_from))
+                              provenance=provenance(run_cfg, result, store.backend, run_id, warm_start_from=warm_from,
+                                                    native_model_uri=native_uri))
         names = version_metadata(store, cfg, version)  # the version's name: MLflow run name, metadata
         mlflow.set_tags({"data_commit": version, "git_sha": candidate.provenance.git_sha,
                          "dataset": cfg.dataset.name,

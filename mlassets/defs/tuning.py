@@ -15,7 +15,7 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.tune.record import TunedHparams
-from mlassets.core.tune.space import epochs_of
+from mlassets.core.tune.space import trial_length
 from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions
@@ -68,7 +68,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     @dg.asset(key=keys.tuned_hparams, group_name="tuning", deps=[keys.features], kinds={"optuna", "mlflow"},
               required_resource_keys={"store", "mlflow"},
               description=f"Best {', '.join(cfg.tuning.params)} of an Optuna study ({cfg.tuning.trials} trials of "
-                          f"{epochs_of(cfg)} epochs, TPE, median pruning) on the validation split.")
+                          f"{trial_length(cfg)}, TPE, median pruning) on the validation split.")
     def tuned_hparams(context: dg.AssetExecutionContext, config: TuneRunConfig) -> dg.Output[TunedHparams]:
         """Run (or resume) the study of the chosen data version; its best values go to the record."""
         from mlassets.core.tune.study import tune_version

@@ -13,7 +13,17 @@ _CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("m
 _NAMES = {3: ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
           4: ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]}
 _OWNER = re.compile(r"team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+")
-TUNABLE = ("lr", "weight_decay", "dropout", "batch_size", "embedding_dim")
+TORCH_TUNABLE = ("lr", "weight_decay", "dropout", "batch_size", "embedding_dim")
+TREE_TUNABLE = ("num_leaves", "learning_rate", "min_child_samples", "feature_fraction")  # model.params.<name>
+TUNABLE = TORCH_TUNABLE + TREE_TUNABLE
+# tuning.params when the config gives none (or []): what each family searches by default
+DEFAULT_TUNED = {"mlp": ("lr", "weight_decay", "dropout"), "torch": ("lr", "weight_decay"),
+                 "lightgbm": TREE_TUNABLE, "xgboost": TREE_TUNABLE}
+
+
+def tuned_params(family: str, params: list[str]) -> list[str]:
+    """``tuning.params`` as given, or the family's default when empty."""
+    return list(params) or list(DEFAULT_TUNED.get(family, DEFAULT_TUNED["mlp"]))
 
 
 def _cron_value(text: str, field: int) -> int:
@@ -70,6 +80,11 @@ def check_automation(cfg: PipelineConfig) -> None:
     unknown = [p for p in tune.params if p not in TUNABLE]
     if unknown:
         raise ConfigError(f"tuning.params: {unknown[0]!r} cannot be tuned (allowed: {', '.join(TUNABLE)})")
+    allowed = TREE_TUNABLE if cfg.model.family in ("lightgbm", "xgboost") else TORCH_TUNABLE
+    other = [p for p in tune.params if p not in allowed]
+    if other:
+        raise ConfigError(f"tuning.params: {other[0]!r} is not searched for model.family {cfg.model.family!r} "
+                          f"(it searches {', '.join(allowed)})")
     if tune.trials < 1 or tune.epochs < 0:
         raise ConfigError(f"tuning.trials / epochs: need trials >= 1 and epochs >= 0, got {tune.trials}, "
                           f"{tune.epochs}")

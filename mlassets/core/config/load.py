@@ -14,6 +14,7 @@ import yaml
 
 from mlassets.core import paths
 from mlassets.core.config._typed import ConfigError, build
+from mlassets.core.config.automation import tuned_params
 from mlassets.core.config.model import plugin_kind
 from mlassets.core.config.rules import check
 from mlassets.core.config.schema import PipelineConfig
@@ -21,6 +22,9 @@ from mlassets.core.config.schema import PipelineConfig
 
 def parse_config(data: Any) -> PipelineConfig:
     cfg = build(PipelineConfig, data, "")
+    if not cfg.tuning.params:  # the family's default search, written into the config (and its hash) as it is used
+        cfg = dataclasses.replace(cfg, tuning=dataclasses.replace(
+            cfg.tuning, params=tuned_params(cfg.model.family, cfg.tuning.params)))
     check(cfg)
     return cfg
 

@@ -75,5 +75,12 @@ def check_model(cfg: PipelineConfig) -> None:
         if tr.nproc != 1:
             raise ConfigError(f"training.nproc: {tr.nproc}; boosted trees train in one process (give it "
                               "training.threads instead)")
+        if tr.checkpoint_every_minutes > 0:
+            raise ConfigError(f"training.checkpoint_every_minutes: {tr.checkpoint_every_minutes:g}; boosted trees "
+                              "checkpoint every training.checkpoint_every_steps rounds (each checkpoint starts a chunk "
+                              "with its own sampling seeds, so it cannot follow the clock)")
+        if cfg.automation.retrain == "warm_start":
+            raise ConfigError(f"automation.retrain: 'warm_start'; model.family {model.family!r} trains from scratch "
+                              "(use full)")
     if task == "multiclass" and (model.output_min is not None or model.output_max is not None):
         raise ConfigError("model.output_min / output_max: a multiclass model's outputs are class probabilities")

@@ -225,7 +225,9 @@ class MonitoringConfig:
 class TuningConfig:
     """An Optuna study on the validation split (never the holdout) whose best values training uses."""
 
-    params: list[str] = field(default_factory=lambda: ["lr", "weight_decay", "dropout"])  # what is searched
+    params: list[str] = field(default_factory=list)  # what is searched; none given: the family's default (mlp: lr,
+    # weight_decay, dropout; torch: lr, weight_decay; lightgbm/xgboost: num_leaves, learning_rate,
+    # min_child_samples, feature_fraction), filled in at load
     apply: bool = False  # training uses the newest tuned values of `params`; false: the config's values
     trials: int = 12
     epochs: int = 0  # per trial (0: training.epochs)

@@ -1,13 +1,15 @@
 """What drift compares: the rows a data version adds, and the champion's training rows.
 
-The champion is the promotion log's live version; its registry record names the data commit it trained on, and
-that version's train split (the features manifest in the derived repository) is the reference. The new rows are
-built from the raw tables of the partitions the version added, with the source's ``build_frame``, so that a
-report needs neither features nor training of the new version.
+The champion is the promotion log's live version; its registry record names the dataset and data commit it trained
+on, and that version's train split (the features manifest in that dataset's derived repository) is the reference
+(datasets that share a registered model, like ``flights`` and ``flights_lightgbm``, compare with whichever trained
+it). The new rows are built from the raw tables of the partitions the version added, with the source's
+``build_frame``, so that a report needs neither features nor training of the new version.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +28,7 @@ from mlassets.core.registry import promote, versions
 class Champion:
     version: str
     data_commit: str  # the data version it trained on
+    dataset: str = ""  # ... of this dataset ("": the config's own)
 
 
 def live_champion(cfg: PipelineConfig) -> Champion | None:
@@ -34,7 +37,8 @@ def live_champion(cfg: PipelineConfig) -> Champion | None:
     live = promote.live_version(name)
     if live is None:
         return None
-    return Champion(live, versions.record_of(versions.get_version(name, live)).data_commit)
+    record = versions.record_of(versions.get_version(name, live))
+    return Champion(live, record.data_commit, record.dataset)
 
 
 def new_rows(store: VersionedStore, cfg: PipelineConfig, commit: str, partitions: Sequence[str]) -> pd.DataFrame:
@@ -49,7 +53,9 @@ def new_rows(store: VersionedStore, cfg: PipelineConfig, commit: str, partitions
 
 
 def reference_rows(store: VersionedStore, cfg: PipelineConfig, champion: Champion) -> pd.DataFrame:
-    """The champion's training rows: the train split of the data version it was trained on."""
+    """The champion's training rows: the train split of the data version it was trained on (in its own dataset)."""
+    if champion.dataset and champion.dataset != cfg.dataset.name:
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, name=champion.dataset))
     try:
         return read_split(store, cfg, champion.data_commit, "train")
     except NotFound:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from mlassets.core import paths
 
 REST_GET = "/api/2.0/mlflow/registered-models/get"
+REST_SEARCH_VERSIONS = "/api/2.0/mlflow/model-versions/search"
 
 
 class PeekError(RuntimeError):
@@ -51,8 +52,24 @@ def read_model(name: str, uri: str | None = None) -> ModelView | None:
     return _mlflow(uri, name)
 
 
-def _rest(uri: str, name: str) -> ModelView | None:
-    url = f"{uri.rstrip('/')}{REST_GET}?{urllib.parse.urlencode({'name': name})}"
+def version_tags(name: str, key: str, uri: str | None = None) -> dict[str, str]:
+    """Each version's value of the tag ``key`` (``{version: value}``; versions without it are left out), read the
+    way ``read_model`` reads (``history`` shows each version's ``family`` with it)."""
+    uri = uri or registry_uri()
+    scheme = urllib.parse.urlsplit(uri).scheme
+    if scheme in ("http", "https"):
+        return _rest_version_tags(uri, name, key)
+    if scheme and scheme not in ("file", "databricks", "databricks-uc", "uc"):
+        return _database_version_tags(uri, name, key)
+    import mlflow
+
+    client = mlflow.MlflowClient(registry_uri=uri)
+    return {str(v.version): v.tags[key] for v in client.search_model_versions(f"name = '{name}'") if key in v.tags}
+
+
+def _get(uri: str, path: str, query: dict[str, str]) -> dict | None:
+    """GET a REST endpoint of MLflow as JSON; None when the resource does not exist."""
+    url = f"{uri.rstrip('/')}{path}?{urllib.parse.urlencode(query)}"
     request = urllib.request.Request(url, headers=_auth_headers())
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -64,10 +81,32 @@ def _rest(uri: str, name: str) -> ModelView | None:
         raise PeekError(f"MLflow at {uri}: {exc.code} {body[:200]}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise PeekError(f"MLflow at {uri} is not reachable: {exc}") from None
+    return doc
+
+
+def _rest(uri: str, name: str) -> ModelView | None:
+    doc = _get(uri, REST_GET, {"name": name})
+    if doc is None:
+        return None
     model = doc.get("registered_model") or {}
     return ModelView(name=model.get("name", name),
                      tags={t["key"]: t.get("value", "") for t in model.get("tags", [])},
                      aliases={a["alias"]: str(a["version"]) for a in model.get("aliases", [])})
+
+
+def _rest_version_tags(uri: str, name: str, key: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    token = ""
+    while True:
+        query = {"filter": f"name = '{name}'", "max_results": "1000", **({"page_token": token} if token else {})}
+        doc = _get(uri, REST_SEARCH_VERSIONS, query) or {}
+        for version in doc.get("model_versions", []):
+            tags = {t["key"]: t.get("value", "") for t in version.get("tags", [])}
+            if key in tags:
+                out[str(version["version"])] = tags[key]
+        token = doc.get("next_page_token", "")
+        if not token:
+            return out
 
 
 def _auth_headers() -> dict[str, str]:
@@ -99,6 +138,25 @@ def _database(uri: str, name: str) -> ModelView | None:
     except sa.exc.SQLAlchemyError as exc:
         if "no such table" in str(exc) or "does not exist" in str(exc):
             return None  # a store where no model was ever registered
+        raise PeekError(f"the MLflow database {uri.split('@')[-1]} is not readable: {exc.__class__.__name__}") from None
+    finally:
+        engine.dispose()
+
+
+def _database_version_tags(uri: str, name: str, key: str) -> dict[str, str]:
+    import sqlalchemy as sa
+
+    if uri.startswith("sqlite:///") and not os.path.exists(uri.removeprefix("sqlite:///")):
+        return {}
+    engine = sa.create_engine(uri, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT version, value FROM model_version_tags WHERE name = :n AND key = :k"),
+                                {"n": name, "k": key})
+            return {str(version): value or "" for version, value in rows}
+    except sa.exc.SQLAlchemyError as exc:
+        if "no such table" in str(exc) or "does not exist" in str(exc):
+            return {}
         raise PeekError(f"the MLflow database {uri.split('@')[-1]} is not readable: {exc.__class__.__name__}") from None
     finally:
         engine.dispose()

@@ -224,13 +224,15 @@ def _entry(model: str, seq: int, prev_hash: str, fields: dict[str, str | None]) 
     return Entry(**{**asdict(entry), "hash": entry.expected_hash()})
 
 
-def format_history(entries: list[Entry]) -> str:
-    """The log as a table: seq, time, action, from -> to, who, why."""
+def format_history(entries: list[Entry], families: dict[str, str] | None = None) -> str:
+    """The log as a table: seq, time, action, from -> to, the family of the version it moved to (``families``:
+    version -> model family, from the registry records), who, why."""
     if not entries:
         return "(no promotions recorded)"
-    header = ["seq", "at (UTC)", "action", "from", "to", "who", "why"]
+    families = families or {}
+    header = ["seq", "at (UTC)", "action", "from", "to", "family", "who", "why"]
     lines = [[str(e.seq), e.at[:19].replace("T", " "), e.action, f"v{e.from_version}" if e.from_version else "-",
-              f"v{e.to_version}", e.who, e.reason or "-"] for e in entries]
+              f"v{e.to_version}", families.get(e.to_version, "-"), e.who, e.reason or "-"] for e in entries]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]
     out = []
     for line in [header, *lines]:

@@ -65,7 +65,7 @@ def environment_reasons(record: RegistryRecord) -> list[str]:
     if record.git_dirty:
         reasons.append("the record's code tree was dirty: the recorded sha is not exactly the code that trained it")
     recorded = {**record.environment.to_dict(), "lock_hash": record.lock_hash}
-    here = {**lineage.environment(), "lock_hash": lineage.lock_hash()}
+    here = {**lineage.environment(record.family), "lock_hash": lineage.lock_hash()}
     for key, value in here.items():
         if key in recorded and str(recorded[key]) != value:
             reasons.append(f"{key} was {recorded[key]!r}, here it is {value!r}")

@@ -28,12 +28,12 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata, StorageMeta
 
-from mlassets.core.train.checkpoint_files import verify, write_json, write_manifest
+from mlassets.core.train.checkpoint_files import PREFIX, step_dirs, verify, write_json, write_manifest
+from mlassets.core.train.checkpoint_files import set_aside as _set_aside
 from mlassets.core.train.distributed import DistEnv
 from mlassets.core.train.staging import Stager
 
 META = "meta.json"
-PREFIX = "step-"
 SLOW_WRITE_S = 0.1  # a save that waits longer for the previous one is reported (once per run)
 _DCP_CLASSES = {("torch.distributed.checkpoint.metadata", name) for name in (
     "Metadata", "TensorStorageMetadata", "BytesStorageMetadata", "ChunkStorageMetadata", "TensorProperties",
@@ -87,11 +87,6 @@ def load_tensors(directory: Path, tensors: dict[str, Any]) -> None:
     read_metadata(directory / ".metadata")
     single = not (torch.distributed.is_available() and torch.distributed.is_initialized())
     dcp.load(tensors, storage_reader=SafeReader(directory), no_dist=single)
-
-
-def step_dirs(root: Path) -> list[Path]:
-    """Finalized checkpoints, newest first."""
-    return sorted((p for p in root.glob(f"{PREFIX}*") if p.is_dir()), key=lambda p: p.name, reverse=True)
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
@@ -225,13 +220,6 @@ class Checkpointer:
                 continue
             return path
         return None
-
-
-def _set_aside(path: Path, why: str) -> None:
-    """Rename a checkpoint out of the ``step-*`` namespace (kept for inspection, never loaded)."""
-    target = path.with_name(f".{why}-{path.name}")
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(path, target)
 
 
 def best_checkpoint(dirs: list[Path]) -> Path | None:

@@ -8,10 +8,35 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 MANIFEST = "MANIFEST.json"
+PREFIX = "step-"  # a finalized checkpoint is <root>/step-<9-digit step>; it is written as .tmp-step-<step>
+# Settings that change how a run is watched or interrupted, never its numbers: a resumed run may differ in them.
+NOT_NUMERIC = ("faults", "checkpoint_every_steps", "checkpoint_every_minutes", "keep_last", "async_checkpoint",
+               "collective_timeout_s", "telemetry_every_steps", "retries", "profile")
+
+
+def resume_key(config: dict[str, Any], data_version: str, world_size: int,
+               numeric: tuple[str, ...] = ()) -> str:
+    """Checkpoints are reused only by a run with this key (same numbers-relevant config, data, world size).
+
+    ``numeric``: training settings that are numbers-relevant for this family after all (the boosted trees reseed
+    at every checkpoint, so their ``checkpoint_every_steps`` is).
+    """
+    training = {k: v for k, v in config["training"].items() if k not in NOT_NUMERIC or k in numeric}
+    doc = {**config, "training": training, "data_version": data_version, "world_size": world_size}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def next_attempt(out_dir: Path) -> int:
+    """This attempt's number in ``out_dir`` (1 for the first), counted in ``<out_dir>/attempts``."""
+    path = out_dir / "attempts"
+    attempt = int(path.read_text()) + 1 if path.is_file() else 1
+    path.write_text(str(attempt))
+    return attempt
 
 
 def sha256_file(path: Path, sync: bool = False) -> str:
@@ -59,3 +84,15 @@ def verify(directory: Path) -> dict[str, Any]:
         if path.stat().st_size != entry.get("size") or sha256_file(path) != entry.get("sha256"):
             raise ValueError(f"{name} does not match its {MANIFEST} checksum (truncated or corrupted)")
     return manifest
+
+
+def step_dirs(root: Path) -> list[Path]:
+    """Finalized checkpoints, newest first."""
+    return sorted((p for p in root.glob(f"{PREFIX}*") if p.is_dir()), key=lambda p: p.name, reverse=True)
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Rename a checkpoint out of the ``step-*`` namespace (kept for inspection, never loaded)."""
+    target = path.with_name(f".{why}-{path.name}")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(path, target)

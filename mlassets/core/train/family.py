@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mlassets.core.config import PipelineConfig
+    from mlassets.core.config.search import Param
     from mlassets.core.train.job import TrainJob
     from mlassets.core.train.reporting import Reporter
     from mlassets.core.train.result import TrainingResult
-    from mlassets.core.train.search import Param
     from mlassets.core.train.splits import Splits
 
 FAMILIES = {  # name -> "module:class"; imported only when asked for (no torch for trees, no trees for torch)

@@ -2,7 +2,8 @@
 rank, delayed all-reduce, heavy compute, slow checkpoint writes and a crash at a step. Everything is off
 unless ``training.faults`` switches it on.
 
-None of the faults draws random numbers, so a run with faults has the same weights as one without.
+None of the faults draws random numbers, so a run with faults has the same weights as one without. torch is
+imported only by the heavy-compute fault: the boosted trees use the crash, the slow rank and slow checkpoints.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import FaultConfig
+
+if TYPE_CHECKING:
+    import torch
 
 HEAVY_SIZE = 256
 
@@ -35,7 +38,7 @@ class Faults:
         if cfg.slow_input_rank == rank:  # one host's input path: its batches arrive late, nothing else changes
             self.loader_delay_s += max(cfg.slow_input_ms, 0.0) / 1000
         self.checkpoint_delay_s = max(cfg.slow_checkpoint_ms, 0.0) / 1000
-        self._heavy: torch.Tensor | None = None
+        self._heavy: Any = None  # a torch.Tensor, made on first use
 
     def describe(self) -> list[str]:
         """Human-readable list of the faults switched on (empty when none)."""
@@ -59,6 +62,8 @@ class Faults:
         if self.rank_delay_s:
             time.sleep(self.rank_delay_s)
         if self.cfg.heavy_compute > 0:
+            import torch
+
             if self._heavy is None:  # no RNG: a fixed matrix keeps the run's random streams untouched
                 self._heavy = torch.full((HEAVY_SIZE, HEAVY_SIZE), 1.0 / HEAVY_SIZE, device=device)
             out = self._heavy

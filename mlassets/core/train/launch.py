@@ -41,7 +41,7 @@ def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, o
 
 
 def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, mlflow_run_id: str,
-               warm_start_from: str = "") -> Provenance:
+               warm_start_from: str = "", native_model_uri: str = "") -> Provenance:
     """How a candidate was made: the reproducibility part of its registry record."""
     return Provenance(
         dataset=cfg.dataset.name, data_commit=result.data_version, source=cfg.dataset.source,
@@ -50,7 +50,7 @@ def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, 
         environment=result.environment, weights_sha256=result.weights_sha256, mlflow_run_id=mlflow_run_id,
         image_digest=os.environ.get("MLASSETS_IMAGE_DIGEST", ""), warm_start_from=warm_start_from,
         owners=list(cfg.automation.owners), family=result.family, plugin=result.model_code.get("plugin", ""),
-        plugin_sha256=result.model_code.get("plugin_sha256", ""),
+        plugin_sha256=result.model_code.get("plugin_sha256", ""), native_model_uri=native_model_uri,
     )
 
 

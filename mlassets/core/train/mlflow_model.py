@@ -1,7 +1,9 @@
-"""A model bundle as an MLflow model: logged from code (``pyfunc_model.py``) with its signature, and found again."""
+"""A model bundle as an MLflow model: logged from code (``pyfunc_model.py``) with its signature, and found again;
+and, for a family that has one, the bare model with MLflow's own flavor beside it (``log_native``)."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -10,13 +12,19 @@ import pandas as pd
 import yaml
 from mlflow.models import ModelSignature
 
-from mlassets.core.train.artifact import ModelBundle, load_bundle
+from mlassets.core.train.artifact import BUNDLE, ModelBundle, load_bundle
+from mlassets.core.train.family import family_of
 from mlassets.core.train.outputs import served
 
 PYFUNC_CODE = Path(__file__).with_name("pyfunc_model.py")
+NATIVE_NAME = "native_model"  # the flavor model's name in the run, beside the bundle's ``model``
 
 
-def pip_requirements() -> list[str]:
+def pip_requirements(family: str = "mlp") -> list[str]:
+    """What a logged model of ``family`` needs, pinned: the family's own list (the boosted trees'), else torch's."""
+    own = getattr(family_of(family), "requirements", None)
+    if own is not None:
+        return list(own())
     import pandas
     import torch
 
@@ -39,6 +47,7 @@ def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: st
     With ``rows`` (raw feature rows) the model gets its input/output signature and an input example at once.
     """
     signature = example = None
+    family = str(json.loads((Path(bundle_dir) / BUNDLE).read_text()).get("family", "mlp"))
     if rows is not None:
         bundle = load_bundle(bundle_dir)
         signature = signature_of(bundle, rows)
@@ -47,11 +56,20 @@ def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: st
         name=name,
         python_model=str(PYFUNC_CODE),
         artifacts={"bundle": str(bundle_dir)},
-        pip_requirements=pip_requirements(),
+        pip_requirements=pip_requirements(family),
         signature=signature,
         input_example=example,
     )
     return info.model_uri
+
+
+def log_native(bundle_dir: str | Path, name: str = NATIVE_NAME) -> str:
+    """The bundle's model logged with its library's MLflow flavor in the active run (``mlflow.lightgbm``,
+    ``mlflow.xgboost``); its model URI, or "" for a family without one. It takes the bundle's preprocessed inputs
+    (category codes, then standardized numerics) and gives raw scores; the registered pyfunc model wraps it."""
+    bundle = load_bundle(bundle_dir)
+    log = getattr(family_of(bundle.family), "log_native", None)
+    return log(bundle.model, name) if log is not None else ""
 
 
 def bundle_path(model_uri: str) -> Path:

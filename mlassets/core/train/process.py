@@ -29,6 +29,7 @@ from mlassets.core.config import parse_config
 from mlassets.core.train import distributed as dd
 from mlassets.core.train import telemetry
 from mlassets.core.train.artifact import MANIFEST, WEIGHTS, ModelBundle, save_bundle
+from mlassets.core.train.checkpoint_files import next_attempt
 from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F401 - re-exported
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
@@ -47,13 +48,6 @@ def state_sha256(state: dict[str, torch.Tensor]) -> str:
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
-
-
-def _next_attempt(out_dir: Path) -> int:
-    path = out_dir / "attempts"
-    attempt = int(path.read_text()) + 1 if path.is_file() else 1
-    path.write_text(str(attempt))
-    return attempt
 
 
 def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[str, Any],
@@ -112,7 +106,7 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
     sink = open_sink(reporter.extras if env.is_main else {}, env.rank, out_dir)
     try:
         data = load_training_data(cfg, job.train_path, job.validation_path, reporter if env.is_main else None)
-        attempt = dd.broadcast_int(_next_attempt(out_dir) if env.is_main else 0, env)
+        attempt = dd.broadcast_int(next_attempt(out_dir) if env.is_main else 0, env)
         with dd.deterministic(tr.seed, tr.threads, env.device):
             trainer = Trainer(cfg, data, env, out_dir, log, sink, job.data_version, attempt,
                               init_bundle=job.init_bundle)

@@ -18,6 +18,7 @@ class Environment(Record):
     blas: str
     threads: int
     world_size: int
+    library: str = ""  # the boosted trees' library and device, e.g. "lightgbm 4.7.0" ("" for the torch families)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +89,7 @@ class Provenance(Record):
     family: str = "mlp"  # the model family (records written before families have none: the MLP)
     plugin: str = ""  # family torch: the plug-in that built the module ...
     plugin_sha256: str = ""  # ... and the sha256 of its source file when it trained
+    native_model_uri: str = ""  # the same model logged with MLflow's own flavor (lightgbm, xgboost), when it has one
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,6 @@ hyper-parameters, LR-scheduler state and the key that says which config the chec
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import random
 import time
@@ -28,11 +27,11 @@ from torch.distributed.checkpoint.state_dict import (
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from mlassets.core.train.checkpoint import load_tensors, read_meta
+from mlassets.core.train.checkpoint_files import resume_key
 from mlassets.core.train.distributed import DistEnv
 
-# Settings that change how a run is watched or interrupted, never its numbers: a resumed run may differ in them.
-_NOT_NUMERIC = ("faults", "checkpoint_every_steps", "checkpoint_every_minutes", "keep_last", "async_checkpoint",
-                "collective_timeout_s", "telemetry_every_steps", "retries", "profile")
+__all__ = ["Progress", "capture", "load_model_weights", "restore", "resume_key", "rng_state", "set_rng_state",
+           "tensor_state"]
 
 
 @dataclass
@@ -44,13 +43,6 @@ class Progress:
     mid_epoch: bool = False
     loss_sum: float = 0.0  # this rank's sum of per-row training losses in the epoch in progress
     curves: list[dict[str, Any]] = field(default_factory=list)
-
-
-def resume_key(config: dict[str, Any], data_version: str, world_size: int) -> str:
-    """Checkpoints are reused only by a run with this key (same numbers-relevant config, data, world size)."""
-    training = {k: v for k, v in config["training"].items() if k not in _NOT_NUMERIC}
-    doc = {**config, "training": training, "data_version": data_version, "world_size": world_size}
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _b64(tensor: torch.Tensor) -> str:

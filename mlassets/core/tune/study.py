@@ -30,7 +30,7 @@ from mlassets.core.train.family import family_of
 from mlassets.core.train.objectives import VAL_METRIC
 from mlassets.core.train.splits import Splits, read_splits
 from mlassets.core.tune.record import TrialRow, TunedHparams
-from mlassets.core.tune.space import SPACE, Param, epochs_of, suggest, with_values
+from mlassets.core.tune.space import SPACE, Param, epochs_of, suggest, trial_length, with_values
 
 SPLITS = ("train", "validation")  # what a study reads; never the holdout
 HEARTBEAT_S = 60  # a trial of a run that died is marked failed when the study next resumes
@@ -41,7 +41,8 @@ def study_name(cfg: PipelineConfig, data_version: str) -> str:
     themselves, the number of trials, the seed, schedule and storage do not (the study resumes)."""
     data = cfg.to_dict()
     for name in cfg.tuning.params:
-        data[SPACE[name].section].pop(name)
+        section = SPACE[name].section
+        (data["model"]["params"] if section == "params" else data[section]).pop(name, None)
     key = {k: data[k] for k in ("dataset", "features", "model", "training")}
     key.update(params=sorted(cfg.tuning.params), epochs=epochs_of(cfg), data_version=data_version)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
@@ -131,7 +132,7 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
     before = len(study.trials)  # a resumed study: new draws, not the first call's again
     study.sampler = optuna.samplers.TPESampler(seed=cfg.tuning.seed + before,
                                                n_startup_trials=max(2, min(10, n_trials // 3)))
-    log(f"study {name} ({storage_kind(url)}): {n_trials} trial(s) of {epochs_of(cfg)} epoch(s) over "
+    log(f"study {name} ({storage_kind(url)}): {n_trials} trial(s) of {trial_length(cfg)} over "
         f"{', '.join(cfg.tuning.params)}; {data.n_train} training rows, {data.n_val} validation rows"
         + (f"; resuming after {before} trial(s)" if before else ""))
 
@@ -139,7 +140,8 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
         row = _row(t)
         shown = ", ".join(f"{k}={v:.3g}" for k, v in row.values.items())
         value = row.value if row.value is not None else row.last
-        log(f"trial {row.number} {row.state.lower()} after {row.epochs} epoch(s): val_"
+        unit = "epoch" if cfg.model.family in ("mlp", "torch") else "report"
+        log(f"trial {row.number} {row.state.lower()} after {row.epochs} {unit}(s): val_"
             f"{VAL_METRIC[cfg.dataset.task]}={'-' if value is None else f'{value:.4f}'} ({shown})")
 
     own = mlflow.active_run() is None

@@ -31,6 +31,12 @@ def test_the_database_read_matches_mlflows_client(reg: Registry) -> None:
     assert seen.aliases == {"champion": "3", "challenger": "1"} and seen.tags[ANCHOR_TAG] == "7:abc"
     client.delete_registered_model_alias(reg.name, "champion")
     assert "champion" not in peek.read_model(reg.name, uri).aliases
+    client.set_model_version_tag(reg.name, "2", "family", "lightgbm")
+    found = client.search_model_versions(f"name = '{reg.name}'")
+    seen_by_mlflow = {str(v.version): v.tags.get("family") for v in found}
+    assert peek.version_tags(reg.name, "family", uri) == {k: v for k, v in seen_by_mlflow.items() if v}
+    assert peek.version_tags(reg.name, "family", uri)["2"] == "lightgbm"
+    assert peek.version_tags("no_such_model", "family", uri) == {}
 
 
 def test_a_store_that_does_not_exist_is_not_created(tmp_path) -> None:

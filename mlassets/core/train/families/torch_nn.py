@@ -20,11 +20,11 @@ from mlassets.core.train.family import FeatureSpec
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig
+    from mlassets.core.config.search import Param
     from mlassets.core.train.artifact import ModelBundle
     from mlassets.core.train.job import TrainJob
     from mlassets.core.train.reporting import Reporter
     from mlassets.core.train.result import TrainingResult
-    from mlassets.core.train.search import Param
     from mlassets.core.train.splits import Splits
 
 
@@ -74,7 +74,7 @@ class TorchFamily:
             return model(torch.from_numpy(x_cat), torch.from_numpy(x_num)).double().numpy()
 
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
-        from mlassets.core.train.search import SPACE
+        from mlassets.core.config.search import SPACE
 
         return {name: SPACE[name] for name in self.tunable}
 

@@ -1,0 +1,94 @@
+"""Boosted-trees benchmark, a ratio of two sides measured in the same run, alternated to share the machine's noise.
+
+- ``gbdt_overhead``: the platform's LightGBM fit (dataset construction, rounds in chunks, the validation metric
+  after every round, a checkpoint per chunk with its fsyncs, step telemetry, the best model cut from the last
+  checkpoint) / a bare ``lightgbm.train`` on the same arrays and parameters with LightGBM's own validation metric
+  every round. Wall time, one thread each, the platform's default checkpoint cadence, no early stopping (both sides
+  train every round); validation rows 2% of the training rows, as a week is of the demo's year. The ratio of the
+  fastest run of each side (others' work on a shared machine only ever adds time).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.registry import Result, benchmark
+from mlassets.core.config import load_config, parse_config, shipped_configs
+from mlassets.core.train.families import trees_lightgbm
+from mlassets.core.train.families.trees_checkpoint import TreeCheckpoints
+from mlassets.core.train.families.trees_common import label, matrix
+from mlassets.core.train.families.trees_fit import Watch, fit
+from mlassets.core.train.families.trees_run import plan_of
+from mlassets.core.train.splits import Splits, read_splits
+from mlassets.core.train.steplog import StepLog
+from mlassets.core.train.synthetic import write_splits
+
+# The demo's shape: a validation week beside a year of training rows (flights: ~6,500 rows vs ~300,000).
+ROWS, VAL_ROWS, ROUNDS, PAIRS = 200_000, 4_000, 250, 3
+
+
+def _config():
+    data = load_config(shipped_configs()["flights_lightgbm"]).to_dict()
+    data["model"]["params"].update({"rounds": ROUNDS, "early_stopping_rounds": 0})
+    data["training"].update({"threads": 1, "checkpoint_every_steps": 0})  # 0: the platform's default cadence
+    return parse_config(data)
+
+
+def platform_fit(cfg, splits: Splits, work: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of the platform's fit on ``splits`` (``trees_run.train`` between reading and writing)."""
+    shutil.rmtree(work, ignore_errors=True)
+    started, cpu = time.perf_counter(), time.process_time()
+    engine = trees_lightgbm.Engine(cfg, splits, cfg.training.threads)
+    plan = plan_of(cfg)
+    checkpoints = TreeCheckpoints(work / "checkpoints", trees_lightgbm.MODEL_FILE, "bench", 2, lambda m: None)
+    steps = StepLog(work / "telemetry", 0, 1)
+    progress, _ = fit(engine, splits, plan, Watch(checkpoints, steps, telemetry_every=50))
+    steps.write()
+    trees_lightgbm.truncate(progress.model, progress.best_round)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def bare_fit(cfg, splits: Splits) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``lightgbm.train`` on the same arrays and parameters, its own l1 on validation."""
+    import lightgbm as lgb
+
+    started, cpu = time.perf_counter(), time.process_time()
+    params = {**trees_lightgbm.params(cfg, splits.task, 1, cfg.training.threads), "metric": "l1"}
+    categorical = list(range(splits.x_cat.shape[1]))
+    dataset = {k: params[k] for k in ("max_bin", "data_random_seed", "verbosity", "num_threads")}
+    train = lgb.Dataset(matrix(splits.x_cat, splits.x_num), label=label(splits.y), params=dataset,
+                        categorical_feature=categorical)
+    valid = lgb.Dataset(matrix(splits.val_cat, splits.val_num), reference=train, params=dataset,
+                        label=(splits.y_val - splits.center) / splits.scale, categorical_feature=categorical)
+    lgb.train(params, train, num_boost_round=ROUNDS, valid_sets=[valid])
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+@benchmark("gbdt_overhead", goal="platform LightGBM fit / bare lightgbm.train", better="lower", target=1.05)
+def gbdt_overhead() -> Result:
+    cfg = _config()
+    with tempfile.TemporaryDirectory(prefix="bench-gbdt-") as tmp:
+        root = Path(tmp)
+        train, val = write_splits(root / "data", ROWS, VAL_ROWS)
+        splits = read_splits(cfg, str(train), str(val), None)
+        ours, bare = [], []
+        for i in range(PAIRS):  # alternated: bare, platform, platform, bare
+            order = (bare_fit, platform_fit) if i % 2 == 0 else (platform_fit, bare_fit)
+            for side in order:
+                if side is bare_fit:
+                    bare.append(bare_fit(cfg, splits))
+                else:
+                    ours.append(platform_fit(cfg, splits, root / "run"))
+    ratio = min(w for w, _ in ours) / min(w for w, _ in bare)  # the least disturbed run of each (shared machine)
+    cpu = min(c for _, c in ours) / min(c for _, c in bare)
+    per = plan_of(cfg).per_chunk
+    return Result(value=ratio, unit="x", detail=(
+        f"{ROWS} rows x {splits.x_cat.shape[1] + splits.x_num.shape[1]} features, {VAL_ROWS} validation rows, "
+        f"{ROUNDS} rounds, 1 thread, a checkpoint every {per} rounds; wall platform "
+        f"{np.round([w for w, _ in ours], 2).tolist()} s, bare {np.round([w for w, _ in bare], 2).tolist()} s; "
+        f"CPU-time ratio {cpu:.3f}"))

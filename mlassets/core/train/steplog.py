@@ -1,0 +1,117 @@
+"""Step telemetry rows: one row per rank per step in ``<dir>/rank<r>.parquet``, and their summaries.
+
+Torch-free, so that every model family (the boosted trees too) writes the same rows the dashboard reads; the torch
+loop's timers live in ``telemetry``.
+"""
+
+import statistics
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PARTS = ("t_data_wait", "t_compute", "t_sync", "t_optim", "t_checkpoint")
+COLUMNS = ("attempt", "epoch", "step", "rank", *PARTS, "t_step", "samples", "gpu_util", "gpu_mem_mb")
+
+
+class StepLog:
+    """The rows of one rank, written to ``<dir>/rank<r>.parquet``; rows of earlier attempts are kept."""
+
+    def __init__(self, directory: Path, rank: int, attempt: int) -> None:
+        self.path = directory / f"rank{rank}.parquet"
+        self.rank = rank
+        self.attempt = attempt
+        self.rows: list[tuple[Any, ...]] = []
+        self._window_start = 0
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-writer")
+        self._pending: Future[Path] | None = None
+
+    def add(self, epoch: int, step: int, parts: Sequence[float], t_step: float, samples: int,
+            gpu: tuple[float, float]) -> None:
+        self.rows.append((self.attempt, epoch, step, self.rank, *parts, t_step, samples, *gpu))
+
+    def window(self) -> list[tuple[Any, ...]]:
+        """Rows since the previous call (for periodic aggregates)."""
+        rows, self._window_start = self.rows[self._window_start:], len(self.rows)
+        return rows
+
+    def resume(self, last_step: int) -> None:
+        """Keep the rows of earlier attempts up to the checkpoint this attempt resumed from."""
+        if not self.path.is_file():
+            return
+        table = pq.read_table(self.path)
+        keep = [row for row in zip(*(table[c].to_pylist() for c in COLUMNS), strict=True) if row[2] <= last_step]
+        self.rows[:0] = keep
+        self._window_start += len(keep)
+
+    def flush(self, wait: bool = False) -> None:
+        """Write the rows so far in the background (at each checkpoint, so that a crash keeps them); ``wait``: and
+        block until they are written."""
+        rows = list(self.rows)
+        if self._pending is not None:
+            self._pending.result()
+        self._pending = self._executor.submit(self._write, rows)
+        if wait:
+            self._pending.result()
+
+    def write(self) -> Path:
+        """Write every row now; the file of the finished run."""
+        if self._pending is not None:
+            self._pending.result()
+        path = self._write(self.rows)
+        self._executor.shutdown(wait=True)
+        return path
+
+    def _write(self, rows: list[tuple[Any, ...]]) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in COLUMNS]
+        types = [pa.int32()] * 4 + [pa.float64()] * (len(PARTS) + 1) + [pa.int64(), pa.float64(), pa.float64()]
+        table = pa.table({c: pa.array(v, type=t) for c, v, t in zip(COLUMNS, columns, types, strict=True)})
+        tmp = self.path.with_suffix(".parquet.tmp")
+        pq.write_table(table, tmp)
+        tmp.replace(self.path)
+        return self.path
+
+
+def aggregate(rows: Sequence[Sequence[Any]]) -> dict[str, float]:
+    """Median step, throughput and the share of each part over ``rows`` (any ranks, any steps)."""
+    if not rows:
+        return {}
+    idx = {c: i for i, c in enumerate(COLUMNS)}
+    col = {c: [float(r[idx[c]]) for r in rows] for c in (*PARTS, "t_step", "samples")}
+    total = sum(col["t_step"])
+    ranks = len({r[idx["rank"]] for r in rows})
+    out = {"median_step_ms": 1000 * statistics.median(col["t_step"]),
+           "samples_per_s": sum(col["samples"]) / (total / ranks) if total > 0 else float("nan")}
+    for part in PARTS:
+        out[f"share_{part[2:]}"] = sum(col[part]) / total if total > 0 else float("nan")
+        out[f"median_{part[2:]}_ms"] = 1000 * statistics.median(col[part])
+    out["share_covered"] = sum(out[f"share_{p[2:]}"] for p in PARTS)
+    return out
+
+
+def read_rows(directory: Path) -> list[tuple[Any, ...]]:
+    """All rows of all ranks under ``directory``."""
+    rows: list[tuple[Any, ...]] = []
+    for path in sorted(directory.glob("rank*.parquet")):
+        table = pq.read_table(path)
+        rows += list(zip(*(table[c].to_pylist() for c in COLUMNS), strict=True))
+    return rows
+
+
+def summary(directory: Path) -> dict[str, float]:
+    """The run's telemetry summary for the asset's metadata: medians, part shares, the slowest rank."""
+    rows = read_rows(directory)
+    if not rows:
+        return {}
+    by_rank: dict[int, list[float]] = {}
+    for row in rows:
+        by_rank.setdefault(int(row[3]), []).append(float(row[COLUMNS.index("t_step")]))
+    out = {k: round(v, 4) for k, v in aggregate(rows).items()}
+    out["slowest_rank_median_step_ms"] = round(1000 * max(statistics.median(v) for v in by_rank.values()), 4)
+    out["ranks"] = len(by_rank)
+    out["steps"] = max(len(v) for v in by_rank.values())
+    return out

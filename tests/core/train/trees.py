@@ -1,0 +1,64 @@
+"""Helpers of the boosted-trees tests: a small config of either family, and jobs on synthetic flights-like rows."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlassets.core.config import load_config, parse_config, shipped_configs
+from mlassets.core.train.job import TrainJob
+from mlassets.core.train.synthetic import write_splits
+
+FAMILIES = ("lightgbm", "xgboost")
+SAMPLED = {"feature_fraction": 0.7, "bagging_fraction": 0.8}  # both sampling streams on: what resume must replay
+
+
+def tree_config(family: str, params: dict[str, Any] | None = None, task: str = "regression",
+                **training: Any) -> dict[str, Any]:
+    """The shipped flights config with ``family`` and small trees, as a checked dict."""
+    data = load_config(shipped_configs()["flights"]).to_dict()
+    data["model"].update({"family": family, "params": {"rounds": 40, "num_leaves": 15, "min_child_samples": 10,
+                                                       **(params or {})}})
+    data["training"].update({"threads": 1, "checkpoint_every_steps": 10, **training})
+    data["tuning"]["params"] = []  # the family's default search
+    if task != "regression":  # arr_delay holds 0/1 (binary) or a class name (multiclass): see ``labelled``
+        data["dataset"]["task"] = task
+        data["dataset"]["columns"]["arr_delay"] = {"dtype": "int" if task == "binary" else "str"}
+        data["training"]["loss"] = "auto"
+        data["gate"]["main_metric"] = "logloss"
+    return parse_config(data).to_dict()
+
+
+def labelled(directory: Path, task: str, rows: tuple[int, int] = (3000, 800)) -> None:
+    """Synthetic splits whose ``arr_delay`` is a binary label (late by more than 40 minutes) or one of three classes
+    (early, on_time, late), learnable from the same features."""
+    write_splits(directory, *rows)
+    for name in ("train", "validation"):
+        path = directory / f"{name}.parquet"
+        frame = pd.read_parquet(path)
+        delay = frame["arr_delay"].to_numpy()
+        if task == "binary":
+            frame["arr_delay"] = (delay > 40).astype(np.int64)
+        else:
+            frame["arr_delay"] = np.select([delay < 28, delay < 47], ["early", "on_time"], "late")
+        frame.to_parquet(path)
+
+
+def tree_job(tmp: Path, config: dict[str, Any], name: str, rows: tuple[int, int] = (3000, 800)) -> Path:
+    """A job file under ``tmp/name`` on the synthetic splits (the same rows for every job of one ``tmp``)."""
+    data = tmp / "data"
+    if not (data / "train.parquet").is_file():
+        write_splits(data, *rows)
+    out = tmp / name
+    out.mkdir(parents=True, exist_ok=True)
+    job = TrainJob(config=config, train_path=str(data / "train.parquet"),
+                   validation_path=str(data / "validation.parquet"), out_dir=str(out), data_version="v1")
+    return job.to_json(out / "job.json")
+
+
+def command(job: Path) -> list[str]:
+    return [sys.executable, "-m", "mlassets.core.train", "--job", str(job)]
