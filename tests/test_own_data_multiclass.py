@@ -27,6 +27,8 @@ PLUGIN = Path(__file__).resolve().parent / "fixtures" / "penguin_net.py"
 FAMILIES = {  # the model section of each family: a new family joins with one line
     "mlp": {"hidden": [16]},
     "torch": {"family": "torch", "plugin": f"{PLUGIN}:build", "params": {"hidden": 16}},
+    "lightgbm": {"family": "lightgbm", "params": {"rounds": 60, "min_child_samples": 5, "num_leaves": 8}},
+    "xgboost": {"family": "xgboost", "params": {"rounds": 60, "min_child_samples": 2, "num_leaves": 8}},
 }
 CLASSES = ["Adelie", "Chinstrap", "Gentoo"]
 MEASURES = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
@@ -64,28 +66,35 @@ def _evaluations() -> dict[str, Evaluation]:
     return {p.stem: files.read([NAME, "evaluation"], p.stem, Evaluation) for p in folder.glob("*.json")}
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_penguin_species_reaches_a_champion_is_served_with_probabilities_and_rebuilds(family, home, tmp_path, capsys):
-    code, out, err = cli(capsys, "demo", "--config", str(_config(tmp_path, family)), "--months", "2")
-    assert code == 0, out + err
-    assert "candidate log loss" in out and "champion log loss" in out
+def test_penguin_species_through_every_family_to_a_champion_served_with_probabilities_and_rebuilt(home, tmp_path,
+                                                                                                  capsys):
+    """2007 trains the MLP (v1, champion on the absolute thresholds); on the 2007+2008 version each other family's
+    candidate is gated against the champion of the one before it, whatever its family, and replaces it."""
+    families = list(FAMILIES)
+    config = str(_config(tmp_path, families[0]))
+    assert cli(capsys, "ingest", "--config", config, "--partition", "2007")[0] == 0
+    code, out, err = cli(capsys, "run", "--config", config)
+    assert code == 0 and "candidate log loss" in out, out + err
+    assert cli(capsys, "ingest", "--config", config, "--partition", "2008")[0] == 0
     tracking.configure()
-    champion = live_version(NAME)
-    assert champion in ("1", "2"), out
-    second = registry.record_of(registry.get_version(NAME, "2"))
-    assert second.family == family and second.gate_result.has_champion
-    rules = {r.name: r for r in second.gate_result.rules}
-    assert {"sanity_sum", "main_metric", "calibration_ece", "slice island=Biscoe", "slice species=Gentoo"} <= set(rules)
-    assert rules["sanity_sum"].passed and rules["main_metric"].bound == "max"
-
-    evaluation = _evaluations()[second.data_commit]
-    assert evaluation.task == "multiclass" and evaluation.champion_version == "1"
-    assert evaluation.candidate["accuracy"] > 0.8 and evaluation.candidate["unseen_class_rows"] == 0
-    assert [c.value for c in evaluation.classes] == CLASSES and all(c.candidate_knows for c in evaluation.classes)
-    assert {r.slice for r in evaluation.slices} == {"island", "species"}
-    assert all(np.isfinite([r.change, r.ci_low, r.ci_high]).all() for r in evaluation.slices)  # paired intervals
-    assert dashboard.evaluation(NAME, 2).to_json() == evaluation.to_json()  # the record the run logged to MLflow
-    handed = RecordFiles(paths.records_root()).read([NAME, "predictions"], second.data_commit, PredictionSet)
+    for number, family in enumerate(families[1:], start=2):
+        code, out, err = cli(capsys, "run", "--config", str(_config(tmp_path, family)), "--version", "latest")
+        assert code == 0, out + err
+        assert live_version(NAME) == str(number), f"{family}: {out}"
+        record = registry.record_of(registry.get_version(NAME, str(number)))
+        assert record.family == family and record.gate_result.gated_against == str(number - 1)
+        rules = {r.name: r for r in record.gate_result.rules}
+        assert {"sanity_sum", "main_metric", "calibration_ece", "slice island=Biscoe", "slice species=Gentoo"} <= \
+            set(rules)
+        assert rules["sanity_sum"].passed and rules["main_metric"].bound == "max"
+        evaluation = next(e for e in _evaluations().values() if e.champion_version == str(number - 1))
+        assert evaluation.task == "multiclass" and evaluation.candidate["accuracy"] > 0.8
+        assert evaluation.candidate["unseen_class_rows"] == 0
+        assert [c.value for c in evaluation.classes] == CLASSES and all(c.candidate_knows for c in evaluation.classes)
+        assert {r.slice for r in evaluation.slices} == {"island", "species"}
+        assert all(np.isfinite([r.change, r.ci_low, r.ci_high]).all() for r in evaluation.slices)  # paired intervals
+    assert dashboard.evaluation(NAME, len(families)).to_json() == evaluation.to_json()  # the record logged to MLflow
+    handed = RecordFiles(paths.records_root()).read([NAME, "predictions"], record.data_commit, PredictionSet)
     assert handed.mae is None and 0.8 < handed.accuracy <= 1  # the champion's batch predictions, scored
 
     rows = pd.read_csv(_package_file("palmerpenguins", "data", "penguins.csv")).head(40)
@@ -96,6 +105,6 @@ def test_penguin_species_reaches_a_champion_is_served_with_probabilities_and_reb
     pyfunc = mlflow.pyfunc.load_model(f"models:/{NAME}@champion").predict(rows[["island", "sex", *MEASURES]])
     pd.testing.assert_frame_equal(pyfunc.reset_index(drop=True), served)
 
-    code, out, err = cli(capsys, "rebuild", NAME, "--version", champion)
-    assert code == 0, out + err
-    assert "identical predictions" in out
+    for version in ("2", str(len(families))):  # the plug-in network and the last booster, from their records
+        code, out, err = cli(capsys, "rebuild", NAME, "--version", version)
+        assert code == 0 and "identical predictions" in out, out + err
