@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
 
 from mlassets.core import paths
@@ -86,6 +86,11 @@ def _failure(result: dg.ExecutionResult) -> str | None:
 def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_config: dict | None = None,
             tags: dict[str, str] | None = None) -> Run:
     """Run the code location's job ``job_name`` for ``partition`` in this process; wait for it to finish."""
+    # Dagster keeps the last job definition it reconstructed (an lru_cache on the class): after a config changed
+    # between two runs of one job in this process, the second would run the first's graph. Build it afresh (the
+    # definitions module keeps its own cache, keyed by the configs' contents).
+    ReconstructableJob.get_definition.cache_clear()
+    ReconstructableJob.get_repository_definition.cache_clear()
     recon = ReconstructableRepository.for_module("mlassets.definitions", "defs").get_reconstructable_job(job_name)
     run_tags = {"dagster/partition": partition, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}", **(tags or {})}
     with dg.execute_job(recon, instance, run_config={**QUIET, **(run_config or {})}, tags=run_tags,
