@@ -15,12 +15,11 @@ import math
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
-import torch
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.summary import TargetStats
@@ -29,6 +28,9 @@ from mlassets.core.train.family import FeatureSpec, output_size
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.splits import _check_binary, class_label
+
+if TYPE_CHECKING:  # the boosted trees read this module too: torch only where a tensor is made
+    import torch
 
 
 @dataclass
@@ -62,6 +64,12 @@ class StreamData:
     def arrays(self, frame: pd.DataFrame, loss: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows with a target as (category codes, numerics, target): the target as the loss wants it, or (``loss``
         false) as the validation metric compares it (target units or 0/1 in float64; class indices)."""
+        frame, y = self.targets(frame, loss)
+        x_cat, x_num = self.pre.transform(frame)
+        return x_cat, x_num, y
+
+    def targets(self, frame: pd.DataFrame, loss: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+        """The rows ``arrays`` keeps and their target as it gives it (a frame of the target column alone will do)."""
         target, task = self.cfg.dataset.target, self.cfg.dataset.task
         frame = frame[frame[target].notna()]
         if task == "multiclass":
@@ -73,14 +81,27 @@ class StreamData:
             y = frame[target].to_numpy(dtype=np.float64)
             if loss:
                 y = ((y - self.center) / self.scale).astype(np.float32)
-        x_cat, x_num = self.pre.transform(frame)
-        return x_cat, x_num, y
+        return frame, y
 
     def validation_chunks(self, rows: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
         """The validation split in chunks: inputs as tensors, the target as the validation metric compares it."""
-        for batch in pq.ParquetFile(self.validation_path).iter_batches(batch_size=rows, columns=self.columns()):
-            x_cat, x_num, y = self.arrays(batch.to_pandas(), loss=False)
+        import torch
+
+        for frame in frames(self.validation_path, self.columns(), rows):
+            x_cat, x_num, y = self.arrays(frame, loss=False)
             yield torch.from_numpy(x_cat), torch.from_numpy(x_num), y
+
+    def target_values(self, path: str, loss: bool, rows: int = 65536) -> np.ndarray:
+        """A split's targets as ``arrays`` gives them, read from its target column alone."""
+        parts = [self.targets(frame, loss)[1] for frame in frames(path, [self.cfg.dataset.target], rows)]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+
+def frames(path: str, columns: list[str], rows: int, row_groups: list[int] | None = None) -> Iterator[pd.DataFrame]:
+    """A Parquet file's rows as frames of at most ``rows``, decoded a page at a time (no row group is held whole)."""
+    file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    for batch in file.iter_batches(batch_size=rows, row_groups=row_groups, columns=columns):
+        yield batch.to_pandas()
 
 
 def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None) -> StreamData:
@@ -90,26 +111,29 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
     vocab: dict[str, set[str]] = {c: set() for c in feats.categorical}
     sums = {c: np.zeros(3) for c in feats.numeric}  # count, sum, sum of squares of the finite values
     stats, classes, group_rows, dropped = [], set(), [], 0
-    file = pq.ParquetFile(train_path)
     columns = list(dict.fromkeys([*feats.categorical, *feats.numeric, target]))
-    for i in range(file.num_row_groups):
-        frame = file.read_row_group(i, columns=columns).to_pandas()
-        dropped += int(frame[target].isna().sum())
-        frame = frame[frame[target].notna()]
-        group_rows.append(len(frame))
-        for column in feats.categorical:
-            _, uniques = pd.factorize(frame[column], use_na_sentinel=True)
-            vocab[column].update(category_key(u) for u in uniques)
-        for column in feats.numeric:
-            values = numeric_values(frame[column], column)
-            finite = values[~np.isnan(values)]
-            sums[column] += (finite.size, finite.sum(), np.square(finite).sum())
-        if task == "multiclass":
-            classes.update(frame[target].map(class_label))
-        elif task == "binary":
-            _check_binary(frame[target].to_numpy(dtype=np.float64), target, "training")
-        else:
-            stats.append(TargetStats.of_values(frame[target]))
+    for group in range(pq.ParquetFile(train_path).num_row_groups):
+        group_rows.append(0)
+        targets = []  # a row group's targets: its quantile summary is one of the merged ones
+        for frame in frames(train_path, columns, cfg.training.stream_window_rows, [group]):
+            dropped += int(frame[target].isna().sum())
+            frame = frame[frame[target].notna()]
+            group_rows[-1] += len(frame)
+            for column in feats.categorical:
+                _, uniques = pd.factorize(frame[column], use_na_sentinel=True)
+                vocab[column].update(category_key(u) for u in uniques)
+            for column in feats.numeric:
+                values = numeric_values(frame[column], column)
+                finite = values[~np.isnan(values)]
+                sums[column] += (finite.size, finite.sum(), np.square(finite).sum())
+            if task == "multiclass":
+                classes.update(frame[target].map(class_label))
+            elif task == "binary":
+                _check_binary(frame[target].to_numpy(dtype=np.float64), target, "training")
+            else:
+                targets.append(frame[target])
+        if targets:
+            stats.append(TargetStats.of_values(pd.concat(targets, ignore_index=True)))
     if dropped and reporter is not None:
         reporter.log(f"training: dropping {dropped} rows without a {target!r} value")
     if not sum(group_rows):
@@ -130,7 +154,7 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
     if task == "multiclass" and len(data.classes) < 2:
         raise ValueError(f"dataset.target {target!r} of a multiclass task has {len(data.classes)} class in the "
                          "training split; it needs at least 2")
-    data.n_val = sum(len(y) for *_, y in data.validation_chunks(65536))
+    data.n_val = len(data.target_values(validation_path, loss=False))
     if not data.n_val:
         raise ValueError(f"validation data is empty: no rows with a {target!r} value")
     return data
@@ -176,6 +200,8 @@ class StreamBatches:
         return tuple(a[order] for a in arrays)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        import torch
+
         windows = self.windows()
         sizes = [sum(self.data.group_rows[g] for g in w) for w in windows]
         w, offset = 0, self.position * self.global_batch

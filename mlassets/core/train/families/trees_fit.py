@@ -20,9 +20,9 @@ from typing import Protocol
 import numpy as np
 
 from mlassets.core.train.families.trees_checkpoint import Progress, TreeCheckpoints
+from mlassets.core.train.families.trees_stream import TreeSplits
 from mlassets.core.train.metrics import MetricsSink, NullSink
 from mlassets.core.train.objectives import VAL_METRIC, validation_metric
-from mlassets.core.train.splits import Splits
 from mlassets.core.train.steplog import StepLog, aggregate
 
 NAN_GPU = (math.nan, math.nan)
@@ -73,7 +73,7 @@ class Timing:
     resumed_from: int = 0
 
 
-def fit(engine: Engine, splits: Splits, plan: Plan, watch: Watch) -> tuple[Progress, Timing]:
+def fit(engine: Engine, splits: TreeSplits, plan: Plan, watch: Watch) -> tuple[Progress, Timing]:
     """Train until ``plan.rounds`` or early stopping, resuming from the newest checkpoint of this run if any."""
     timing = Timing()
     progress = watch.checkpoints.resume(engine.carried) if watch.checkpoints is not None else None
@@ -89,6 +89,7 @@ def fit(engine: Engine, splits: Splits, plan: Plan, watch: Watch) -> tuple[Progr
         chunk = progress.round // plan.per_chunk
         started = time.perf_counter()
         engine.begin(chunk, progress.model, progress.arrays)
+        progress.arrays = {}  # the engine holds what it needs of them (n floats each); the chunk's end gives the next
         rounds.overhead = time.perf_counter() - started  # a chunk's start counts as checkpoint time of its first round
         end = min((chunk + 1) * plan.per_chunk, plan.rounds)
         while True:
@@ -121,7 +122,7 @@ def fit(engine: Engine, splits: Splits, plan: Plan, watch: Watch) -> tuple[Progr
 class _Rounds:
     """The per-round telemetry row and the periodic aggregates to the metrics sink."""
 
-    def __init__(self, splits: Splits, watch: Watch, timing: Timing) -> None:
+    def __init__(self, splits: TreeSplits, watch: Watch, timing: Timing) -> None:
         self.n_train, self.watch, self.timing = splits.n_train, watch, timing
         self.name = f"val_{VAL_METRIC[splits.task]}"
         self.sink = watch.sink or NullSink()

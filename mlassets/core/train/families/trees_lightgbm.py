@@ -18,8 +18,8 @@ import numpy as np
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.model import tree_params
 from mlassets.core.train.families.trees_common import chunk_seed, label, matrix
+from mlassets.core.train.families.trees_stream import SplitRows, StreamedSplits, TreeSplits
 from mlassets.core.train.objectives import resolve_loss
-from mlassets.core.train.splits import Splits
 
 MODEL_FILE = "model.txt"
 OBJECTIVES = {"l1": "regression_l1", "mse": "regression", "huber": "huber", "bce": "binary",
@@ -71,18 +71,23 @@ class Engine:
     model_file = MODEL_FILE
     carried = ("train_score", "val_score")
 
-    def __init__(self, cfg: PipelineConfig, splits: Splits, threads: int) -> None:
+    def __init__(self, cfg: PipelineConfig, splits: TreeSplits, threads: int) -> None:
         import lightgbm as lgb
 
         self.task = splits.task
         self.params = params(cfg, splits.task, max(len(splits.classes), 1), threads)
-        categorical = list(range(splits.x_cat.shape[1]))
+        categorical = list(range(len(splits.pre.categorical)))
         dataset = {k: self.params[k] for k in ("max_bin", "data_random_seed", "verbosity", "num_threads")}
-        self.train = lgb.Dataset(matrix(splits.x_cat, splits.x_num), label=label(splits.y), params=dataset,
-                                 categorical_feature=categorical, free_raw_data=True).construct()
-        self.valid = lgb.Dataset(matrix(splits.val_cat, splits.val_num), label=label(splits.y_val),
-                                 reference=self.train, params=dataset, categorical_feature=categorical,
+        if isinstance(splits, StreamedSplits):  # read a window of rows at a time (``trees_stream``)
+            lgb.Sequence.register(SplitRows)
+            x, y, x_val = splits.rows("train"), splits.labels(), splits.rows("validation")
+        else:
+            x, y, x_val = matrix(splits.x_cat, splits.x_num), label(splits.y), matrix(splits.val_cat, splits.val_num)
+        self.train = lgb.Dataset(x, label=y, params=dataset, categorical_feature=categorical,
                                  free_raw_data=True).construct()
+        del x, y  # binned: the matrix (or the reader's window) may go before the validation rows are read
+        self.valid = lgb.Dataset(x_val, label=label(splits.y_val), reference=self.train, params=dataset,
+                                 categorical_feature=categorical, free_raw_data=True).construct()
         self.booster: Any = None
 
     def begin(self, chunk: int, model: bytes | None, arrays: dict[str, np.ndarray]) -> None:
@@ -90,6 +95,7 @@ class Engine:
         import lightgbm as lgb
         from lightgbm.basic import _LIB, _safe_call
 
+        self.booster = None  # the last chunk's booster (scores, gradients, row-wise bins) goes before the next comes
         if model is not None:
             self.train.set_init_score(arrays["train_score"])
             self.valid.set_init_score(arrays["val_score"])

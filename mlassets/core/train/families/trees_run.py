@@ -21,13 +21,14 @@ from mlassets.core.train.entry import CRASH_EXIT, RESULT
 from mlassets.core.train.families.trees_checkpoint import Progress, TreeCheckpoints
 from mlassets.core.train.families.trees_common import rounds_per_checkpoint
 from mlassets.core.train.families.trees_fit import Plan, Timing, Watch, describe, fit
+from mlassets.core.train.families.trees_stream import TreeSplits, read_tree_splits
 from mlassets.core.train.faults import Faults, InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.metrics import open_sink
 from mlassets.core.train.objectives import VAL_METRIC
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
-from mlassets.core.train.splits import Splits, read_splits
+from mlassets.core.train.splits import Splits
 from mlassets.core.train.steplog import StepLog, summary
 
 REPORT_EVERY = 10  # a tuning trial reports its validation metric to the pruner every this many rounds
@@ -53,7 +54,7 @@ def train(lib: ModuleType, family: str, job: TrainJob, reporter: Reporter, hard_
     out_dir.mkdir(parents=True, exist_ok=True)
     sink = open_sink(reporter.extras, 0, out_dir)
     try:
-        splits = read_splits(cfg, job.train_path, job.validation_path, reporter)
+        splits = read_tree_splits(cfg, job.train_path, job.validation_path, reporter)
         attempt = next_attempt(out_dir)
         engine = lib.Engine(cfg, splits, tr.threads)
         plan = plan_of(cfg)
@@ -62,7 +63,8 @@ def train(lib: ModuleType, family: str, job: TrainJob, reporter: Reporter, hard_
         checkpoints = TreeCheckpoints(out_dir / "checkpoints", lib.MODEL_FILE, key, tr.keep_last, reporter.log,
                                       faults.checkpoint_delay_s)
         steps = StepLog(out_dir / "telemetry", 0, attempt)
-        reporter.log(f"{family}: training on {splits.n_train} rows, validating on {splits.n_val} (data "
+        streamed = f", streamed {tr.stream_window_rows} rows at a time" if tr.loader == "stream" else ""
+        reporter.log(f"{family}: training on {splits.n_train} rows, validating on {splits.n_val}{streamed} (data "
                      f"{job.data_version}, seed {tr.seed}, threads {tr.threads}, {engine_device(engine)}, up to "
                      f"{plan.rounds} rounds, a checkpoint every {plan.per_chunk}, attempt {attempt})")
         if faults.describe():
@@ -90,8 +92,8 @@ def engine_device(engine: object) -> str:
     return str(getattr(engine, "device", "cpu"))
 
 
-def _outputs(lib: ModuleType, family: str, cfg: PipelineConfig, job: TrainJob, splits: Splits, progress: Progress,
-             timing: Timing, checkpoints: TreeCheckpoints, engine: object, attempt: int,
+def _outputs(lib: ModuleType, family: str, cfg: PipelineConfig, job: TrainJob, splits: TreeSplits,
+             progress: Progress, timing: Timing, checkpoints: TreeCheckpoints, engine: object, attempt: int,
              started: float) -> TrainingResult:
     """The bundle (the best round's trees, cut from the final checkpoint's model), and ``result.json``."""
     import json

@@ -19,8 +19,8 @@ from mlassets.core import lineage
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.model import tree_params
 from mlassets.core.train.families.trees_common import chunk_seed, label, matrix
+from mlassets.core.train.families.trees_stream import SplitRows, StreamedSplits, TreeSplits
 from mlassets.core.train.objectives import resolve_loss
-from mlassets.core.train.splits import Splits
 
 MODEL_FILE = "model.ubj"
 OBJECTIVES = {"l1": "reg:absoluteerror", "mse": "reg:squarederror", "huber": "reg:pseudohubererror",
@@ -51,13 +51,42 @@ def device() -> str:
     return lineage.tree_device("xgboost")
 
 
+def feature_types(n_cat: int, n_num: int) -> list[str]:
+    """Category codes as categorical columns (``c``), numerics as ``q``."""
+    return ["c"] * n_cat + ["q"] * n_num
+
+
 def dmatrix(x_cat: np.ndarray, x_num: np.ndarray, y: np.ndarray | None = None, threads: int = 0) -> Any:
-    """Category codes as categorical columns (``feature_types`` ``c``), numerics as ``q``."""
     import xgboost as xgb
 
-    types = ["c"] * x_cat.shape[1] + ["q"] * x_num.shape[1]
-    return xgb.DMatrix(matrix(x_cat, x_num), label=None if y is None else label(y), feature_types=types,
-                       enable_categorical=True, nthread=threads)
+    return xgb.DMatrix(matrix(x_cat, x_num), label=None if y is None else label(y),
+                       feature_types=feature_types(x_cat.shape[1], x_num.shape[1]), enable_categorical=True,
+                       nthread=threads)
+
+
+def quantile_dmatrix(rows: SplitRows, types: list[str], threads: int, max_bin: int, ref: Any = None) -> Any:
+    """A ``QuantileDMatrix`` of a streamed split, fed a window of rows at a time (XGBoost reads the split more than
+    once: its quantile sketch, then its bins); quantized by ``ref``'s cuts when given (the validation split)."""
+    import xgboost as xgb
+
+    class Batches(xgb.DataIter):
+        def __init__(self) -> None:
+            super().__init__(release_data=True)
+            self._batches: Any = None
+
+        def reset(self) -> None:
+            self._batches = None
+
+        def next(self, input_data: Any) -> bool:
+            if self._batches is None:
+                self._batches = rows.batches()
+            batch = next(self._batches, None)
+            if batch is None:
+                return False
+            input_data(data=batch[0], label=label(batch[1]), feature_types=types)
+            return True
+
+    return xgb.QuantileDMatrix(Batches(), max_bin=max_bin, ref=ref, enable_categorical=True, nthread=threads)
 
 
 class Engine:
@@ -66,18 +95,24 @@ class Engine:
     model_file = MODEL_FILE
     carried: tuple[str, ...] = ()
 
-    def __init__(self, cfg: PipelineConfig, splits: Splits, threads: int) -> None:
+    def __init__(self, cfg: PipelineConfig, splits: TreeSplits, threads: int) -> None:
         self.task = splits.task
         self.device = device()
         self.params = params(cfg, splits.task, max(len(splits.classes), 1), threads, self.device)
-        self.train = dmatrix(splits.x_cat, splits.x_num, splits.y, threads)
-        self.valid = dmatrix(splits.val_cat, splits.val_num, splits.y_val, threads)
+        if isinstance(splits, StreamedSplits):  # read a window of rows at a time (``trees_stream``)
+            types, bins = feature_types(len(splits.pre.categorical), len(splits.pre.numeric)), self.params["max_bin"]
+            self.train = quantile_dmatrix(splits.rows("train"), types, threads, bins)
+            self.valid = quantile_dmatrix(splits.rows("validation"), types, threads, bins, ref=self.train)
+        else:
+            self.train = dmatrix(splits.x_cat, splits.x_num, splits.y, threads)
+            self.valid = dmatrix(splits.val_cat, splits.val_num, splits.y_val, threads)
         self.booster: Any = None
 
     def begin(self, chunk: int, model: bytes | None, arrays: dict[str, np.ndarray]) -> None:
         import xgboost as xgb
 
         chunk_params = {**self.params, "seed": chunk_seed(int(self.params["seed"]), chunk)}
+        self.booster = None  # the last chunk's booster (its prediction cache, gradients) goes before the next comes
         self.booster = xgb.Booster(chunk_params, [self.train, self.valid],
                                    model_file=bytearray(model) if model is not None else None)
 
