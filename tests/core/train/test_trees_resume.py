@@ -3,11 +3,8 @@ feature and row sampling on, which restart their random streams in a naively con
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,29 +17,9 @@ from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.reporting import PrintReporter
-from tests.core.train.trees import FAMILIES, SAMPLED, command, tree_config, tree_job
+from tests.core.train.trees import FAMILIES, SAMPLED, command, kill_after, model_bytes, tree_config, tree_job
 
 ROUND_MS = 40  # the slow-rank fault: every round takes this much longer (no numbers change), so a kill lands mid-chunk
-
-
-def _model_bytes(out: Path) -> bytes:
-    bundle = json.loads((out / "model" / "bundle.json").read_text())
-    return (out / "model" / bundle["weights_file"]).read_bytes()
-
-
-def _kill_after(job: Path, checkpoint: str, env: dict[str, str]) -> int:
-    """Start training ``job``, SIGKILL it as soon as ``checkpoint`` exists (the next chunk is running); the round
-    it had reached (from its telemetry-free progress: the newest checkpoint)."""
-    out = job.parent
-    proc = subprocess.Popen(command(job), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not (out / "checkpoints" / checkpoint).is_dir():
-        assert proc.poll() is None, proc.stderr.read()[-2000:] if proc.stderr else ""
-        assert time.monotonic() < deadline, "no checkpoint within 2 minutes"
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    assert proc.wait(timeout=30) == -signal.SIGKILL
-    return len(list((out / "checkpoints").glob("step-*")))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -53,7 +30,7 @@ def test_a_run_killed_between_checkpoints_ends_with_the_same_booster(family, tmp
     whole, killed = tree_job(tmp_path, config, "whole"), tree_job(tmp_path, config, "killed")
     subprocess.run(command(whole), env=env, check=True, capture_output=True)
 
-    _kill_after(killed, "step-000000020", env)  # rounds 21-30 are in flight: a chunk without its checkpoint
+    kill_after(killed, "step-000000020", env)  # rounds 21-30 are in flight: a chunk without its checkpoint
     assert not (killed.parent / "result.json").exists()
     assert not (killed.parent / "checkpoints" / "step-000000050").exists()
     subprocess.run(command(killed), env=env, check=True, capture_output=True)
@@ -61,7 +38,7 @@ def test_a_run_killed_between_checkpoints_ends_with_the_same_booster(family, tmp
     a, b = read_result(whole.parent), read_result(killed.parent)
     assert (a.resumed_from_step, a.attempt) == (0, 1)
     assert b.attempt == 2 and b.resumed_from_step in (20, 30, 40), b.resumed_from_step  # later if the kill was late
-    assert _model_bytes(whole.parent) == _model_bytes(killed.parent)  # the bundle's model file, byte for byte
+    assert model_bytes(whole.parent) == model_bytes(killed.parent)  # the bundle's model file, byte for byte
     assert a.weights_sha256 == b.weights_sha256 and a.final_weights_sha256 == b.final_weights_sha256
     assert a.curves == b.curves and a.steps == b.steps == 50
     final = Path(a.final_checkpoint).name

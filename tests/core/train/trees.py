@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +67,23 @@ def tree_job(tmp: Path, config: dict[str, Any], name: str, rows: tuple[int, int]
 
 def command(job: Path) -> list[str]:
     return [sys.executable, "-m", "mlassets.core.train", "--job", str(job)]
+
+
+def model_bytes(out: Path) -> bytes:
+    bundle = json.loads((out / "model" / "bundle.json").read_text())
+    return (out / "model" / bundle["weights_file"]).read_bytes()
+
+
+def kill_after(job: Path, checkpoint: str, env: dict[str, str]) -> int:
+    """Start training ``job``, SIGKILL it as soon as ``checkpoint`` exists (the next chunk is running); the round
+    it had reached (from its telemetry-free progress: the newest checkpoint)."""
+    out = job.parent
+    proc = subprocess.Popen(command(job), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoints" / checkpoint).is_dir():
+        assert proc.poll() is None, proc.stderr.read()[-2000:] if proc.stderr else ""
+        assert time.monotonic() < deadline, "no checkpoint within 2 minutes"
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+    return len(list((out / "checkpoints").glob("step-*")))
