@@ -1,7 +1,7 @@
 """The boosted trees' input when the splits are streamed (``training.loader: stream``): neither split is ever held as
 frames or as a float matrix. What grows with the rows is the libraries' own state (their binned copy, about a byte a
-value; labels, scores, gradients), the validation targets and the training scores a checkpoint carries (8 bytes a
-row and class).
+value; labels, scores, gradients), the validation targets and the training scores LightGBM's checkpoint carries (8
+bytes a row and class).
 
 ``stream.scan`` fits the preprocessing in one pass over the training split (as for the networks). Each split is then
 read forward from its Parquet file, ``training.stream_window_rows`` rows at a time, through that preprocessing into a
