@@ -109,6 +109,7 @@ def test_mlflows_own_flavor_gives_the_boosters_raw_scores(tmp_path, home) -> Non
     from mlassets.core import tracking
     from mlassets.core.train.families.trees_common import matrix
     from mlassets.core.train.mlflow_model import log_model, log_native, pip_requirements
+    from mlassets.core.train.outputs import served
 
     family = "xgboost"
     result = _train(family, tmp_path, "multiclass", rounds=15)
@@ -128,7 +129,7 @@ def test_mlflows_own_flavor_gives_the_boosters_raw_scores(tmp_path, home) -> Non
                                   family_of(family).predict(bundle.model, x_cat, x_num))
     assert pip_requirements(family)[0].startswith(f"{family}==") and not any(
         r.startswith("torch") for r in pip_requirements(family))
-    np.testing.assert_array_equal(mlflow.pyfunc.load_model(pyfunc_uri).predict(rows), bundle.predict(rows))
+    pd.testing.assert_frame_equal(mlflow.pyfunc.load_model(pyfunc_uri).predict(rows), served(bundle, rows))
 
 
 def test_the_tree_training_process_imports_no_torch(tmp_path) -> None:
