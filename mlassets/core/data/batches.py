@@ -12,11 +12,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlassets.core.data.budget import batch_rows
+from mlassets.core.data.budget import TYPED_COPIES, WORKING_COPIES, batch_rows
 from mlassets.core.data.store import VersionedStore
+
+SAMPLE_ROWS = 1024  # rows decoded to reckon a file's row width
 
 if TYPE_CHECKING:
     import pandas as pd
+    import polars as pl
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -46,20 +49,18 @@ def open_parquet(file: str | Path, name: str) -> pq.ParquetFile:
         raise ValueError(f"{name} is not readable Parquet: {exc}") from None
 
 
-def bytes_per_row(reader: pq.ParquetFile) -> float:
-    """Uncompressed bytes of an average row, from the file's footer."""
-    meta = reader.metadata
-    if not meta.num_rows:
+def bytes_per_row(reader: pq.ParquetFile, columns: list[str] | None = None) -> float:
+    """Bytes of an average row of ``columns`` once decoded (Arrow), from the file's first rows."""
+    if not reader.metadata.num_rows:
         return 0.0
-    return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) / meta.num_rows
+    sample = next(reader.iter_batches(batch_size=SAMPLE_ROWS, columns=columns))
+    return sample.nbytes / max(1, sample.num_rows)
 
 
-def rows_for(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | None = None) -> int:
+def rows_for(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | None = None,
+             copies: int = WORKING_COPIES) -> int:
     """Rows per batch of ``reader`` (the selected ``columns``) within the budget."""
-    width = bytes_per_row(reader)
-    if columns is not None and reader.metadata.num_columns:
-        width *= max(1, len(columns)) / reader.metadata.num_columns
-    return batch_rows(budget_mb, width)
+    return batch_rows(budget_mb, bytes_per_row(reader, columns), copies)
 
 
 def iter_tables(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | None = None,
@@ -75,6 +76,24 @@ def iter_tables(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | Non
             yield pa.Table.from_batches([batch])
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{name or reader} is not readable Parquet: {exc}") from None
+
+
+def polars_batches(file: Path, reader: pq.ParquetFile, budget_mb: int,
+                   columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """The file's rows in order (``columns`` of them), read by Polars' own parallel reader, in batches sized for
+    Polars (``TYPED_COPIES``): the one who turns one into pandas does so in slices (``validate``)."""
+    import polars as pl
+
+    if columns is not None:
+        have = set(reader.schema_arrow.names)
+        columns = [c for c in columns if c in have]
+    frame = pl.scan_parquet(file)
+    if columns is not None:
+        frame = frame.select(columns)
+    try:
+        yield from frame.collect_batches(chunk_size=rows_for(reader, budget_mb, columns, TYPED_COPIES))
+    except pl.exceptions.PolarsError as exc:
+        raise ValueError(f"{file} is not readable Parquet: {exc}") from None
 
 
 def iter_frames(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | None = None,

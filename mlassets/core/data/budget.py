@@ -14,15 +14,17 @@ import math
 MIB = 1 << 20
 BATCH_SHARE = 0.5  # of the budget, for one batch and its working copies; the rest: libraries, interpreter, state
 WORKING_COPIES = 16  # a batch is held this many times over at most (Arrow, pandas objects, a check's output)
+TYPED_COPIES = 8  # ... when it stays in Arrow / Polars (the fast schema check; a failing batch is re-checked in
+# pandas in slices of the pandas size)
 KEY_SHARE = 0.125  # of the budget, for the key hashes of a uniqueness check before they spill to disk
 MIN_ROWS, MAX_ROWS = 4096, 1 << 20
 SPLIT_ROW_GROUP_ROWS = 65_536  # rows per row group of an exported split (a streaming loader reads one at a time)
 
 
-def batch_rows(budget_mb: int, bytes_per_row: float) -> int:
-    """Rows of one batch whose working copies fit ``BATCH_SHARE`` of the budget (within ``MIN_ROWS..MAX_ROWS``)."""
+def batch_rows(budget_mb: int, bytes_per_row: float, copies: int = WORKING_COPIES) -> int:
+    """Rows of one batch whose ``copies`` fit ``BATCH_SHARE`` of the budget (within ``MIN_ROWS..MAX_ROWS``)."""
     usable = budget_mb * MIB * BATCH_SHARE
-    rows = int(usable / (WORKING_COPIES * max(bytes_per_row, 8.0)))
+    rows = int(usable / (copies * max(bytes_per_row, 8.0)))
     return max(MIN_ROWS, min(MAX_ROWS, rows))
 
 

@@ -52,13 +52,11 @@ def _repeated(hashes: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """The ids whose hash occurs more than once, sorted."""
     import numpy as np
 
-    order = np.argsort(hashes, kind="stable")
-    ordered = hashes[order]
-    same = ordered[1:] == ordered[:-1]
-    mask = np.zeros(len(ordered), dtype=bool)
-    mask[1:] |= same
-    mask[:-1] |= same
-    return np.sort(ids[order[mask]])
+    ordered = np.sort(hashes)
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not twice.size:
+        return np.empty(0, dtype=np.int64)
+    return np.sort(ids[np.isin(hashes, twice)])
 
 
 class KeyIndex:

@@ -11,12 +11,12 @@ configured checks), columns in the config's order.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import ColumnSpec
-from mlassets.core.data.batches import iter_tables, object_file, open_parquet
+from mlassets.core.data.batches import object_file, open_parquet, polars_batches
 from mlassets.core.data.budget import batch_rows
 from mlassets.core.data.keys import KeyIndex, key_hashes
 from mlassets.core.data.outcome import CheckOutcome
@@ -25,9 +25,9 @@ from mlassets.core.data.store import VersionedStore
 if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
-    import pyarrow as pa
 
-    Batch = pa.Table | pd.DataFrame
+    Batch = pl.DataFrame | pd.DataFrame
+    Again = Callable[[], Iterable[tuple[Batch, Mapping[bytes, bytes] | None]]]
 
 _RANKS = {"coerce_dtype": 0, "dtype": 1, "not_nullable": 2, "field_uniqueness": 3}
 SAMPLES = 3
@@ -70,26 +70,30 @@ class TableScan:
         self.keyed = all(k in columns for k in self.key)  # every batch's key hashed (else no key check)
         self.fast = 0  # batches the Polars check passed
 
-    def add(self, batch: Batch) -> None:
+    def add(self, batch: Batch, metadata: Mapping[bytes, bytes] | None = None) -> None:
+        """The next batch: a pandas frame, or a Polars one read from Parquet whose schema ``metadata`` (pandas
+        dtypes) makes it the frame ``pd.read_parquet`` gives when the pandas schema has to check it."""
         import pandera.errors
         import polars as pl
-        import pyarrow as pa
 
-        from mlassets.core.data.schema_polars import typed
+        from mlassets.core.data.schema_polars import cast, typed
 
         first, self.rows = self.rows, self.rows + len(batch)
-        if isinstance(batch, pa.Table):
+        if isinstance(batch, pl.DataFrame):
             if typed(self.columns, batch.schema):
-                frame = pl.from_arrow(batch)
                 try:
-                    self.polars_schema.validate(frame, lazy=True)
+                    self.polars_schema.validate(cast(batch, self.columns), lazy=True)
                 except (pandera.errors.SchemaErrors, pandera.errors.SchemaError):
                     pass  # the pandas schema says what failed, and how
                 else:
                     self.fast += 1
-                    self._hash(frame)
+                    self._hash(batch)
                     return
-            batch = batch.to_pandas()
+            step = batch_rows(self.budget_mb, batch.estimated_size() / max(1, len(batch)))
+            for start in range(0, len(batch), step):  # in pandas, a batch takes more room: in slices
+                part = as_pandas(batch.slice(start, step), metadata)
+                self._hash(self._pandas(part.set_axis(range(first + start, first + start + len(part)), axis=0)))
+            return
         self._hash(self._pandas(batch.set_axis(range(first, self.rows), axis=0)))
 
     def _hash(self, frame: pl.DataFrame | pd.DataFrame) -> None:
@@ -127,12 +131,12 @@ class TableScan:
             kept = self.failed[where].samples
             kept.extend(sorted(samples, key=lambda s: s[0])[: SAMPLES - len(kept)])
 
-    def _duplicates(self, again: Callable[[], Iterable[Batch]]) -> tuple[int, dict[str, object], int] | None:
+    def _duplicates(self, again: Again) -> tuple[int, dict[str, object], int] | None:
         """``(duplicate rows, the first one's key, failure cases)`` of the candidates' pandera check, or None."""
         import numpy as np
         import pandas as pd
         import pandera.errors
-        import pyarrow as pa
+        import polars as pl
 
         from mlassets.core.data.schema import build_schema
 
@@ -141,11 +145,11 @@ class TableScan:
         if not len(candidates):
             return None
         parts, first = [], 0
-        for batch in again():
+        for batch, metadata in again():
             lo, hi = np.searchsorted(candidates, [first, first + len(batch)])
             if hi > lo:
                 rows = candidates[lo:hi]
-                part = (batch.select(self.key).take(pa.array(rows - first)).to_pandas() if isinstance(batch, pa.Table)
+                part = (as_pandas(batch.select(self.key)[rows - first], metadata) if isinstance(batch, pl.DataFrame)
                         else batch.iloc[rows - first][self.key])
                 parts.append(part.set_axis(rows, axis=0))
             first += len(batch)
@@ -161,8 +165,9 @@ class TableScan:
                 return len(group) // len(self.key), {k: _plain(values.get(k)) for k in self.key}, len(group)
         return None
 
-    def outcome(self, again: Callable[[], Iterable[Batch]]) -> CheckOutcome:
-        """The verdict; ``again`` reads the same batches once more (only when some keys may repeat)."""
+    def outcome(self, again: Again) -> CheckOutcome:
+        """The verdict; ``again`` reads the same batches (with their metadata) once more, only when some keys may
+        repeat."""
         where = f"table {self.table!r}: " if self.table else ""
         if not self.rows:
             self.keys.close()
@@ -189,36 +194,45 @@ class TableScan:
         return CheckOutcome("schema", True, f"{where}{self.rows} rows match the schema of {len(self.columns)} columns")
 
 
+def as_pandas(frame: pl.DataFrame, metadata: Mapping[bytes, bytes] | None) -> pd.DataFrame:
+    """A Polars batch as the pandas frame of the Parquet it was read from (its pandas dtypes, from ``metadata``)."""
+    import polars as pl
+
+    table = frame.to_arrow(compat_level=pl.CompatLevel.oldest())
+    return (table.replace_schema_metadata(metadata) if metadata else table).to_pandas()
+
+
 def scan_frame(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str], budget_mb: int,
                table: str = "") -> CheckOutcome:
     """A frame in memory, checked in budget-sized slices (the same verdict and message as one object of it)."""
     width = frame.memory_usage(index=False).sum() / max(1, len(frame))
     step = batch_rows(budget_mb, width)
 
-    def slices() -> Iterator[pd.DataFrame]:
-        return (frame.iloc[i:i + step] for i in range(0, len(frame), step))
+    def slices() -> Iterator[tuple[pd.DataFrame, None]]:
+        return ((frame.iloc[i:i + step], None) for i in range(0, len(frame), step))
 
     scan = TableScan(columns, key, len(frame), budget_mb, table)
-    for part in slices():
+    for part, _ in slices():
         scan.add(part)
     return scan.outcome(slices)
 
 
 def scan_objects(store: VersionedStore, repo: str, ref: str, paths: list[str], columns: dict[str, ColumnSpec],
                  key: list[str], budget_mb: int, table: str = "") -> CheckOutcome:
-    """The objects at ``paths`` as one table (their rows in order), read in budget-sized batches of the declared
-    columns, where they lie in the store."""
+    """The objects at ``paths`` as one table (their rows in order), read where they lie in the store, in Polars
+    batches of the memory budget (only the declared columns)."""
     with contextlib.ExitStack() as stack:
         readers = []
         for path in paths:
-            name = f"{repo}@{ref[:12]}:{path}"
-            readers.append((open_parquet(stack.enter_context(object_file(store, repo, ref, path)), name), name))
+            file = stack.enter_context(object_file(store, repo, ref, path))
+            readers.append((file, open_parquet(file, f"{repo}@{ref[:12]}:{path}")))
 
-        def batches() -> Iterator[pa.Table]:
-            for reader, name in readers:
-                yield from iter_tables(reader, budget_mb, list(columns), name)
+        def batches() -> Iterator[tuple[pl.DataFrame, Mapping[bytes, bytes] | None]]:
+            for file, reader in readers:
+                for frame in polars_batches(file, reader, budget_mb, list(columns)):
+                    yield frame, reader.schema_arrow.metadata
 
-        scan = TableScan(columns, key, sum(r.metadata.num_rows for r, _ in readers), budget_mb, table)
-        for batch in batches():
-            scan.add(batch)
+        scan = TableScan(columns, key, sum(r.metadata.num_rows for _, r in readers), budget_mb, table)
+        for frame, metadata in batches():
+            scan.add(frame, metadata)
         return scan.outcome(batches)

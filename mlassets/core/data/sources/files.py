@@ -109,10 +109,12 @@ def coerce_batch(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec]) -> tupl
             continue  # the schema check names a missing column
         raw = frame[name]
         out[name] = parsed = _coerce(raw, spec)
-        bad = raw.notna() & (raw.astype("string").str.strip() != "") & parsed.isna()
-        if bad.any():
-            rows = bad[bad].index
-            problems[name] = (rows[0], raw[rows[0]], len(rows))
+        lost = raw.notna() & parsed.isna()  # a value that did not parse, or a blank one
+        if lost.any():
+            rows = lost[lost].index
+            rows = rows[raw[rows].astype("string").str.strip() != ""]
+            if len(rows):
+                problems[name] = (rows[0], raw[rows[0]], len(rows))
     return pd.DataFrame(out, index=frame.index), problems
 
 
