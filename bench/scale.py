@@ -41,8 +41,10 @@ def sizes() -> tuple[int, int]:
 
 def run_stage(name: str, work: Path, *args: str) -> dict[str, Any]:
     """One stage in its own process; its JSON report (seconds, peak RSS in bytes, rows)."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
     out = subprocess.run([sys.executable, "-m", "bench.scale_stages", name, str(work), *args], capture_output=True,
-                         text=True, timeout=3600)
+                         text=True, timeout=3600, cwd=root, env=env)
     if out.returncode:
         raise RuntimeError(f"stage {name} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -122,7 +124,7 @@ def scan_overhead() -> Result:
     from mlassets.core.data.batches import object_file
     from mlassets.core.data.ingest import ingest_partition
     from mlassets.core.data.raw import main_table, raw_path, raw_repo
-    from mlassets.core.data.schema import main_columns
+    from mlassets.core.data.schema import main_columns, table_rules
     from mlassets.core.data.store.local import LocalStore
     from mlassets.core.data.validate import scan_objects
     from mlassets.examples.flights_scale import write_example
@@ -139,8 +141,8 @@ def scan_overhead() -> Result:
         with object_file(store, repo, version, path) as file:
             for _ in range(3):
                 start = time.perf_counter()
-                outcome = scan_objects(store, repo, version, [path], main_columns(cfg.dataset), cfg.dataset.key,
-                                       cfg.dataset.memory_budget_mb)
+                rules = table_rules(main_columns(cfg.dataset), cfg.dataset.key)
+                outcome = scan_objects(store, repo, version, [path], rules, cfg.dataset.memory_budget_mb)
                 ours.append(time.perf_counter() - start)
                 start = time.perf_counter()
                 stats = _bare_stats(file, cfg)

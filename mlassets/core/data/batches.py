@@ -80,18 +80,21 @@ def iter_tables(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | Non
 
 def polars_batches(file: Path, reader: pq.ParquetFile, budget_mb: int,
                    columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
-    """The file's rows in order (``columns`` of them), read by Polars' own parallel reader, in batches sized for
-    Polars (``TYPED_COPIES``): the one who turns one into pandas does so in slices (``validate``)."""
+    """The file's rows in order (``columns`` of them), read by Polars' own parallel reader one slice at a time (a
+    slice reads only the row groups it needs; ``collect_batches`` reads ahead by more as files grow), in batches
+    sized for Polars (``TYPED_COPIES``): the one who turns one into pandas does so in slices (``validate``)."""
     import polars as pl
 
     if columns is not None:
         have = set(reader.schema_arrow.names)
         columns = [c for c in columns if c in have]
+    rows, step = reader.metadata.num_rows, rows_for(reader, budget_mb, columns, TYPED_COPIES)
     frame = pl.scan_parquet(file)
     if columns is not None:
         frame = frame.select(columns)
     try:
-        yield from frame.collect_batches(chunk_size=rows_for(reader, budget_mb, columns, TYPED_COPIES))
+        for start in range(0, rows, step):
+            yield frame.slice(start, step).collect()
     except pl.exceptions.PolarsError as exc:
         raise ValueError(f"{file} is not readable Parquet: {exc}") from None
 

@@ -25,7 +25,7 @@ def batch_rows(budget_mb: int, bytes_per_row: float, copies: int = WORKING_COPIE
     """Rows of one batch whose ``copies`` fit ``BATCH_SHARE`` of the budget (within ``MIN_ROWS..MAX_ROWS``)."""
     usable = budget_mb * MIB * BATCH_SHARE
     rows = int(usable / (copies * max(bytes_per_row, 8.0)))
-    return max(MIN_ROWS, min(MAX_ROWS, rows))
+    return min(MAX_ROWS, max(MIN_ROWS, rows))
 
 
 def key_buckets(rows: int, budget_mb: int, bytes_per_row: int = 16) -> int:

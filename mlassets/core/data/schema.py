@@ -7,6 +7,7 @@ rest of a version are in ``validation_counts``.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pandera.pandas as pa
@@ -14,6 +15,9 @@ import pandera.pandas as pa
 from mlassets.core.config import ColumnSpec, DatasetConfig
 from mlassets.core.data.days import utc_timestamp
 from mlassets.core.data.outcome import CheckOutcome
+
+if TYPE_CHECKING:
+    from mlassets.core.data.validate import TableRules
 
 # int columns are validated as float64 plus an integer_valued check, so 1545.5 is reported, not truncated.
 _DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
@@ -61,13 +65,20 @@ def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
     return validate_table(frame, main_columns(cfg), cfg.key, budget_mb=cfg.memory_budget_mb)
 
 
+def table_rules(columns: dict[str, ColumnSpec], key: list[str], table: str = "") -> TableRules:
+    """What ``validate`` checks a table against: these columns and key, worded by ``build_schema``."""
+    from mlassets.core.data.validate import TableRules
+
+    return TableRules(columns, list(key), build_schema, table)
+
+
 def validate_table(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str],
                    table: str = "", budget_mb: int = 1024) -> CheckOutcome:
     """One table against its schema; messages of another table than the main one start with its name. Checked
     in slices of the memory budget, as the store's objects are (``validate.scan_objects``)."""
     from mlassets.core.data.validate import scan_frame
 
-    return scan_frame(frame, columns, key, budget_mb, table)
+    return scan_frame(frame, table_rules(columns, key, table), budget_mb)
 
 
 def merge_outcomes(outcomes: list[CheckOutcome]) -> CheckOutcome:

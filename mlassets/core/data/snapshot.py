@@ -72,7 +72,7 @@ def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[
     """Every table of the partitions in ``objects`` against its schema; a declared table missing, or a table
     nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands). Each table's
     objects are scanned in budget-sized batches, as one table (``validate.scan_objects``)."""
-    from mlassets.core.data.schema import main_columns, merge_outcomes
+    from mlassets.core.data.schema import main_columns, merge_outcomes, table_rules
     from mlassets.core.data.validate import scan_objects
 
     if not objects:
@@ -90,10 +90,12 @@ def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[
         for name, path in tables.items():
             if name in paths:
                 paths[name].append(path)
-    outcomes.append(scan_objects(store, repo, ref, paths[main], main_columns(cfg.dataset), cfg.dataset.key, budget))
+    rules = table_rules(main_columns(cfg.dataset), cfg.dataset.key)
+    outcomes.append(scan_objects(store, repo, ref, paths[main], rules, budget))
     for name, spec in declared.items():
         if paths[name]:
-            outcomes.append(scan_objects(store, repo, ref, paths[name], spec.columns, spec.key, budget, name))
+            outcomes.append(scan_objects(store, repo, ref, paths[name], table_rules(spec.columns, spec.key, name),
+                                         budget))
     return merge_outcomes(outcomes)
 
 

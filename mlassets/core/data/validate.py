@@ -1,7 +1,8 @@
 """A table's schema check over batches, saying what a check of the whole table says.
 
 Each batch is checked as it comes: in Polars when its columns are typed already (``schema_polars``), else (and
-whenever that check fails) by the pandas schema of ``schema.build_schema``, which words the messages. What a
+whenever that check fails) by the pandas schema of the table's rules (``schema.build_schema``), which words the
+messages. What a
 batch fails is kept per column and check: how many rows, the first three offending values in row order. The key
 is checked across all batches (``keys``). The outcome names each missing column, a key that is not unique, and
 per column its first failed check in the order the schema runs them (coercion, type, missing values, then the
@@ -24,6 +25,7 @@ from mlassets.core.data.store import VersionedStore
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pandera.pandas
     import polars as pl
 
     Batch = pl.DataFrame | pd.DataFrame
@@ -31,6 +33,17 @@ if TYPE_CHECKING:
 
 _RANKS = {"coerce_dtype": 0, "dtype": 1, "not_nullable": 2, "field_uniqueness": 3}
 SAMPLES = 3
+
+
+@dataclass(frozen=True)
+class TableRules:
+    """What a table is checked against: its declared columns and key, and the builder of their pandas schema
+    (``schema.build_schema``), which words every failure. ``table``: named in messages (not the main table)."""
+
+    columns: dict[str, ColumnSpec]
+    key: list[str]
+    schema: Callable[[dict[str, ColumnSpec], list[str]], pandera.pandas.DataFrameSchema]
+    table: str = ""
 
 
 @dataclass
@@ -54,20 +67,19 @@ def _number(value: object, default: float) -> float:
 class TableScan:
     """Feed a table's batches in order (``add``), then ask for the ``outcome``."""
 
-    def __init__(self, columns: dict[str, ColumnSpec], key: list[str], rows: int, budget_mb: int,
-                 table: str = "") -> None:
-        from mlassets.core.data.schema import build_schema
+    def __init__(self, rules: TableRules, rows: int, budget_mb: int) -> None:
         from mlassets.core.data.schema_polars import polars_schema
 
-        self.columns, self.key, self.table, self.budget_mb = columns, list(key), table, budget_mb
-        self.pandas_schema = build_schema(columns, [])  # the key is checked across batches, not in one
-        self.polars_schema = polars_schema(columns)
+        self.rules, self.budget_mb = rules, budget_mb
+        self.columns, self.key, self.table = rules.columns, list(rules.key), rules.table
+        self.pandas_schema = rules.schema(self.columns, [])  # the key is checked across batches, not in one
+        self.polars_schema = polars_schema(self.columns)
         self.keys = KeyIndex(rows, budget_mb)
         self.rows = 0
         self.missing: list[str] = []
         self.failed: dict[tuple[str, str], _Failed] = {}
         self.eager = ""
-        self.keyed = all(k in columns for k in self.key)  # every batch's key hashed (else no key check)
+        self.keyed = all(k in self.columns for k in self.key)  # every batch's key hashed (else no key check)
         self.fast = 0  # batches the Polars check passed
 
     def add(self, batch: Batch, metadata: Mapping[bytes, bytes] | None = None) -> None:
@@ -138,8 +150,6 @@ class TableScan:
         import pandera.errors
         import polars as pl
 
-        from mlassets.core.data.schema import build_schema
-
         candidates = self.keys.candidates()
         self.keys.close()
         if not len(candidates):
@@ -153,7 +163,7 @@ class TableScan:
                         else batch.iloc[rows - first][self.key])
                 parts.append(part.set_axis(rows, axis=0))
             first += len(batch)
-        schema = build_schema({k: self.columns[k] for k in self.key}, self.key)
+        schema = self.rules.schema({k: self.columns[k] for k in self.key}, self.key)
         try:
             schema.validate(pd.concat(parts), lazy=True)
         except pandera.errors.SchemaErrors as exc:
@@ -202,8 +212,7 @@ def as_pandas(frame: pl.DataFrame, metadata: Mapping[bytes, bytes] | None) -> pd
     return (table.replace_schema_metadata(metadata) if metadata else table).to_pandas()
 
 
-def scan_frame(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str], budget_mb: int,
-               table: str = "") -> CheckOutcome:
+def scan_frame(frame: pd.DataFrame, rules: TableRules, budget_mb: int) -> CheckOutcome:
     """A frame in memory, checked in budget-sized slices (the same verdict and message as one object of it)."""
     width = frame.memory_usage(index=False).sum() / max(1, len(frame))
     step = batch_rows(budget_mb, width)
@@ -211,14 +220,14 @@ def scan_frame(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[st
     def slices() -> Iterator[tuple[pd.DataFrame, None]]:
         return ((frame.iloc[i:i + step], None) for i in range(0, len(frame), step))
 
-    scan = TableScan(columns, key, len(frame), budget_mb, table)
+    scan = TableScan(rules, len(frame), budget_mb)
     for part, _ in slices():
         scan.add(part)
     return scan.outcome(slices)
 
 
-def scan_objects(store: VersionedStore, repo: str, ref: str, paths: list[str], columns: dict[str, ColumnSpec],
-                 key: list[str], budget_mb: int, table: str = "") -> CheckOutcome:
+def scan_objects(store: VersionedStore, repo: str, ref: str, paths: list[str], rules: TableRules,
+                 budget_mb: int) -> CheckOutcome:
     """The objects at ``paths`` as one table (their rows in order), read where they lie in the store, in Polars
     batches of the memory budget (only the declared columns)."""
     with contextlib.ExitStack() as stack:
@@ -229,10 +238,10 @@ def scan_objects(store: VersionedStore, repo: str, ref: str, paths: list[str], c
 
         def batches() -> Iterator[tuple[pl.DataFrame, Mapping[bytes, bytes] | None]]:
             for file, reader in readers:
-                for frame in polars_batches(file, reader, budget_mb, list(columns)):
+                for frame in polars_batches(file, reader, budget_mb, list(rules.columns)):
                     yield frame, reader.schema_arrow.metadata
 
-        scan = TableScan(columns, key, sum(r.metadata.num_rows for _, r in readers), budget_mb, table)
+        scan = TableScan(rules, sum(r.metadata.num_rows for _, r in readers), budget_mb)
         for frame, metadata in batches():
             scan.add(frame, metadata)
         return scan.outcome(batches)
