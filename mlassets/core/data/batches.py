@@ -73,7 +73,10 @@ def iter_tables(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | Non
         columns = [c for c in columns if c in have]
     try:
         for batch in reader.iter_batches(batch_size=rows_for(reader, budget_mb, columns), columns=columns):
-            yield pa.Table.from_batches([batch])
+            table = pa.Table.from_batches([batch])
+            del batch
+            yield table
+            del table  # before the next batch is read: one batch at a time
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{name or reader} is not readable Parquet: {exc}") from None
 
@@ -103,7 +106,10 @@ def iter_frames(reader: pq.ParquetFile, budget_mb: int, columns: list[str] | Non
                 name: str = "") -> Iterator[pd.DataFrame]:
     """``iter_tables`` as pandas frames (dtypes as ``pd.read_parquet`` gives them), each indexed from 0."""
     for table in iter_tables(reader, budget_mb, columns, name):
-        yield table.to_pandas()
+        frame = table.to_pandas()
+        del table
+        yield frame
+        del frame
 
 
 class TableWriter:

@@ -240,8 +240,10 @@ def scan_objects(store: VersionedStore, repo: str, ref: str, paths: list[str], r
             for file, reader in readers:
                 for frame in polars_batches(file, reader, budget_mb, list(rules.columns)):
                     yield frame, reader.schema_arrow.metadata
+                    del frame  # before the next batch is read: one batch at a time
 
         scan = TableScan(rules, sum(r.metadata.num_rows for _, r in readers), budget_mb)
-        for frame, metadata in batches():
-            scan.add(frame, metadata)
+        for batch in batches():
+            scan.add(*batch)
+            del batch
         return scan.outcome(batches)

@@ -54,6 +54,7 @@ def build_partition(store: VersionedStore, cfg: PipelineConfig, ref: str, partit
             else:
                 days.update(day_histogram(kept, cfg))
             writer.write(kept)
+            del batch, kept  # before the next batch is read
         rows = writer.close()
     info: dict[str, Any] = {"partition": partition, "rows": rows}
     if cfg.features.split == "hash":

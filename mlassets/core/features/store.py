@@ -161,6 +161,7 @@ def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, 
                     table = table.filter(pa.array(assign_splits(table, how) == split))
                 if table.num_rows:
                     yield table
+                del table  # before the next batch is read
 
 
 def assign_splits(table: pa.Table, how: Mapping[str, Any]) -> np.ndarray:
@@ -191,6 +192,7 @@ def export_splits(
         writer = TableWriter(directory / f"{split}.parquet", row_group_rows=SPLIT_ROW_GROUP_ROWS)
         for table in split_tables(store, cfg, data_version, split):
             writer.write(table)
+            del table
         writer.close()
         out[split] = writer.path
     return out

@@ -44,6 +44,7 @@ def write_tables(source: FilesSource, key: str, directory: Path, override: str |
             if name == source.main_table and ds.partition_column:
                 batch = batch[in_partition(batch[ds.partition_column], key, ds.partitions.pattern)]
             writer.write(batch.reset_index(drop=True))
+            del batch  # before the next batch is read
         if name == source.main_table and ds.partition_column and not writer.rows:
             raise FileRejected([f"partition {key!r}: no row of the delivered file(s) has {ds.partition_column} "
                                 f"in {key}"])
