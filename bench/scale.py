@@ -2,12 +2,12 @@
 
 ``scale_memory`` and ``scale_time`` share one run: ``mlassets example flights-scale`` data of the small and the
 large size (12 monthly partitions each, so a partition of the large one is 4x a partition of the small one) goes
-through ``PIPELINE``, each stage in a process of its own (``bench.scale_stages``) that reports its own peak RSS.
-The sizes are ``$MLASSETS_BENCH_SCALE_ROWS`` (small,large); the default is 1.25M and 5M rows, which take a few
-minutes on 2 cores: the issue's 5M and 20M are ``MLASSETS_BENCH_SCALE_ROWS=5000000,20000000 python -m bench
-scale`` (about half an hour there). ``scan_overhead`` validates one partition of the large size's shape as the
-snapshot does (``validate.scan_objects``) and computes the same statistics in one Polars query over the same
-object, interleaved, best of three.
+through ``PIPELINE``, each stage in a process of its own (``bench.scale_stages``) that reports its own peak RSS;
+the sizes take turns stage by stage. The sizes are ``$MLASSETS_BENCH_SCALE_ROWS`` (small,large); the default is
+1.25M and 5M rows, a few minutes on 2 cores: the issue's 5M and 20M are ``MLASSETS_BENCH_SCALE_ROWS=5000000,20000000
+python -m bench scale`` (about ten minutes there). ``scan_overhead`` validates one partition of the large size's
+shape as the snapshot does (``validate.scan_objects``) and computes the same statistics in one Polars query over
+the same object, interleaved, best of three.
 """
 
 from __future__ import annotations
@@ -50,16 +50,20 @@ def run_stage(name: str, work: Path, *args: str) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_size(rows: int) -> dict[str, dict[str, Any]]:
-    """The generated data of ``rows`` rows through every stage of ``PIPELINE`` (once per bench run)."""
-    if rows not in _RUNS:
-        with tempfile.TemporaryDirectory(prefix=f"bench-scale-{rows}-") as tmp:
-            work = Path(tmp)
-            report = {"generate": run_stage("generate", work, str(rows), str(PARTITIONS))}
+def measure() -> dict[int, dict[str, dict[str, Any]]]:
+    """Both sizes' generated data through every stage of ``PIPELINE`` (once per bench run). The sizes take turns
+    stage by stage, so a slower spell of a shared machine falls on both."""
+    if not _RUNS:
+        small, large = sizes()
+        with (tempfile.TemporaryDirectory(prefix=f"bench-scale-{small}-") as a,
+              tempfile.TemporaryDirectory(prefix=f"bench-scale-{large}-") as b):
+            works = {small: Path(a), large: Path(b)}
+            runs = {n: {"generate": run_stage("generate", w, str(n), str(PARTITIONS))} for n, w in works.items()}
             for name in PIPELINE:
-                report[name] = run_stage(name, work)
-        _RUNS[rows] = report
-    return _RUNS[rows]
+                for n, work in works.items():
+                    runs[n][name] = run_stage(name, work)
+        _RUNS.update(runs)
+    return _RUNS
 
 
 def _peak(report: dict[str, dict[str, Any]]) -> int:
@@ -74,7 +78,7 @@ def _stages(report: dict[str, dict[str, Any]], key: str, scale: float, unit: str
            target=1.15)
 def scale_memory() -> Result:
     small, large = sizes()
-    a, b = run_size(small), run_size(large)
+    a, b = measure()[small], measure()[large]
     detail = (f"{large:,} rows: {_peak(b) / GIB:.2f} GiB (goal <= 3 GiB; {_stages(b, 'peak_rss', GIB, 'GiB')}); "
               f"{small:,} rows: {_peak(a) / GIB:.2f} GiB ({_stages(a, 'peak_rss', GIB, 'GiB')}); "
               f"each stage in its own process, {PARTITIONS} partitions, dataset.memory_budget_mb 1024")
@@ -85,7 +89,7 @@ def scale_memory() -> Result:
            target=4.4)
 def scale_time() -> Result:
     small, large = sizes()
-    a, b = run_size(small), run_size(large)
+    a, b = measure()[small], measure()[large]
     total = {n: sum(r[s]["seconds"] for s in PIPELINE) for n, r in ((small, a), (large, b))}
     detail = (f"{large:,} rows {total[large]:.0f} s ({_stages(b, 'seconds', 1, 's')}); {small:,} rows "
               f"{total[small]:.0f} s ({_stages(a, 'seconds', 1, 's')}); {large // small}x the rows")

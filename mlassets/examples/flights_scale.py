@@ -100,7 +100,8 @@ def day_table(day: datetime.date, n: int) -> pa.Table:
     rows = rows[np.argsort(t["sched_dep_time"][rows], kind="stable")]
     columns: dict[str, Any] = {"year": np.full(n, day.year), "month": np.full(n, day.month),
                                "day": np.full(n, day.day), "weekday": np.full(n, day.weekday())}
-    columns |= {c: t[c][rows] for c in ("sched_dep_time", "sched_arr_time", *FLOATS)}
+    columns |= {c: t[c][rows] for c in ("sched_dep_time", "sched_arr_time")}
+    columns |= {c: pa.array(t[c][rows], pa.float64(), from_pandas=True) for c in FLOATS}  # no reading: null
     columns |= {c: t[f"{c}_names"][t[c][rows]] for c in TEXT}
     columns["flight"] = _renumber(t, rows)
     columns["dep_hour"] = columns["sched_dep_time"] // 100

@@ -43,8 +43,8 @@ def open_parquet(file: str | Path, name: str) -> pq.ParquetFile:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        return pq.ParquetFile(file)
+    try:  # no pre-buffering: a reader would keep what it read of every file open at once until it is closed
+        return pq.ParquetFile(file, pre_buffer=False)
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{name} is not readable Parquet: {exc}") from None
 

@@ -27,7 +27,7 @@ def _canonical(frame: pl.DataFrame) -> pl.DataFrame:
     for name, dtype in frame.schema.items():
         column = pl.col(name)
         if dtype.is_numeric():
-            exprs.append(column.cast(pl.Float64) + 0.0)  # -0.0 and 0.0 are one key, as in pandas
+            exprs.append((column.cast(pl.Float64) + 0.0).fill_nan(None))  # -0.0 is 0.0, NaN missing: as pandas
         elif isinstance(dtype, pl.Datetime):
             exprs.append(column.cast(pl.Datetime("ns", "UTC") if dtype.time_zone else pl.Datetime("ns")))
         else:

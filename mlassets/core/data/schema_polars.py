@@ -78,7 +78,10 @@ def typed(columns: dict[str, ColumnSpec], schema: pl.Schema) -> bool:
 
 
 def cast(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> pl.DataFrame:
-    """A ``typed`` batch with its declared columns in the schema's types (one pass; nothing can fail to parse)."""
+    """A ``typed`` batch with its declared columns in the schema's types (one pass; nothing can fail to parse), NaN
+    read as missing (as pandas reads it)."""
     import polars as pl
 
-    return frame.with_columns(pl.col(name).cast(_dtype(spec)) for name, spec in columns.items())
+    exprs = [pl.col(name).cast(_dtype(spec)) for name, spec in columns.items()]
+    return frame.with_columns(e.fill_nan(None) if columns[n].dtype in ("int", "float") else e
+                              for n, e in zip(columns, exprs, strict=True))

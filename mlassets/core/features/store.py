@@ -5,6 +5,10 @@ version, source, columns, time zone), so a new data version computes only its ne
 version's features are a manifest: the cached frame of each partition, its rows per split, and the split
 bounds (global: they follow from the version's newest day). Readers assemble a split from it.
 
+Nothing here holds a version: a frame is built and streamed into the store batch by batch (``build``), and a split
+is read back in batches of the memory budget (``split_tables``), exported as Parquet in row groups of
+``SPLIT_ROW_GROUP_ROWS`` rows.
+
     features/cache/<key>.parquet   one partition's frame      features/cache/<key>.json   its rows per day
     features/<data version>/manifest.json
 """

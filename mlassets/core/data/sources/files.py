@@ -61,7 +61,10 @@ def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0) -
         if as_parquet:
             reader = pq.ParquetFile(path)
             for batch in reader.iter_batches(batch_size=rows or max(1, reader.metadata.num_rows)):
-                yield batch.to_pandas()
+                frame = batch.to_pandas()
+                del batch
+                yield frame
+                del frame  # before the next batch is read
             if not reader.metadata.num_rows:
                 yield reader.schema_arrow.empty_table().to_pandas()
             return
