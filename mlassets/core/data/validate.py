@@ -2,11 +2,10 @@
 
 Each batch is checked as it comes: in Polars when its columns are typed already (``schema_polars``), else (and
 whenever that check fails) by the pandas schema of the table's rules (``schema.build_schema``), which words the
-messages. What a
-batch fails is kept per column and check: how many rows, the first three offending values in row order. The key
-is checked across all batches (``keys``). The outcome names each missing column, a key that is not unique, and
-per column its first failed check in the order the schema runs them (coercion, type, missing values, then the
-configured checks), columns in the config's order.
+messages. What a batch fails is kept per column and check: how many rows, the first three offending values in row
+order. The key is checked across all batches (``keys``). The outcome names each missing column, a key that is not
+unique, and per column its first failed check in the order the schema runs them (coercion, type, missing values,
+then the configured checks), columns in the config's order.
 """
 
 from __future__ import annotations
