@@ -90,7 +90,7 @@ def polars_batches(file: Path, reader: pq.ParquetFile, budget_mb: int,
 
     if columns is not None:
         have = set(reader.schema_arrow.names)
-        columns = [c for c in columns if c in have]
+        columns = [c for c in columns if c in have] or reader.schema_arrow.names[:1]  # a frame has rows by a column
     rows, step = reader.metadata.num_rows, rows_for(reader, budget_mb, columns, TYPED_COPIES)
     frame = pl.scan_parquet(file)
     if columns is not None:

@@ -150,3 +150,10 @@ def test_key_hashes_spilled_to_disk_find_the_same_duplicates(tmp_path, monkeypat
     spilled = _store_outcome(tmp_path, frame, cfg)
     assert "2 duplicate rows" in spilled.message
     assert (spilled.passed, spilled.message, spilled.failures) == (whole.passed, whole.message, whole.failures)
+
+
+def test_a_table_with_no_declared_column_names_them_missing(tmp_path, cfg, january) -> None:
+    renamed = january.rename(columns={c: f"\ufeff{c}" for c in january.columns})  # every header with a BOM
+    stored = _store_outcome(tmp_path, renamed, cfg)
+    assert not stored.passed and "column 'origin' is missing" in stored.message, stored.message
+    assert stored.message == validate_schema(renamed, cfg.dataset).message
