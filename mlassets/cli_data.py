@@ -126,6 +126,15 @@ def cmd_versions(args: argparse.Namespace) -> int:
 
 
 def cmd_example(args: argparse.Namespace) -> int:
+    if args.name == "flights-scale":
+        from mlassets.examples.flights_scale import write_example as write_scale
+
+        start = time.perf_counter()
+        config = write_scale(args.directory, args.rows, args.partitions)
+        print(f"wrote {args.rows} rows in {args.partitions} monthly Parquet files under {config.parent / 'data'} and "
+              f"their config {config} ({time.perf_counter() - start:.0f} s)")
+        print(f"next: mlassets ingest --config {config} --partition {load_config(config).dataset.partitions.keys[0]}")
+        return 0
     if args.name == "torch-plugin":
         from mlassets.examples.torch_plugin import write_example as write_plugin
 
@@ -165,9 +174,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)
     versions.set_defaults(func=cmd_versions)
-    example = sub.add_parser("example", help="write an example to copy: sales (your own CSV data) or torch-plugin "
-                                            "(your own torch module)")
-    example.add_argument("name", choices=["sales", "torch-plugin"])
+    example = sub.add_parser("example", help="write an example to copy: sales (your own CSV data), torch-plugin "
+                                            "(your own torch module) or flights-scale (flights-shaped data, any size)")
+    example.add_argument("name", choices=["sales", "torch-plugin", "flights-scale"])
     example.add_argument("directory", help="where to write it")
     example.add_argument("--months", type=int, default=4, help="sales: how many monthly files")
+    example.add_argument("--rows", type=int, default=1_000_000, help="flights-scale: rows in all (default 1000000)")
+    example.add_argument("--partitions", type=int, default=12,
+                         help="flights-scale: monthly partitions from 2013-01 (default 12)")
     example.set_defaults(func=cmd_example)

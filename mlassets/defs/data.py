@@ -1,12 +1,14 @@
 """group data: each partition of raw data, validated in a store transaction, then landed on the watched branch."""
 
 import dataclasses
+import tempfile
+from pathlib import Path
 
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.ingest import DataRejected, Ingested, ingest_partition
-from mlassets.core.data.raw import check_partition_key, main_table, partition_tables, raw_repo
+from mlassets.core.data.raw import check_partition_key, main_table, partition_tables, raw_repo, stage_tables
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import run_metadata, store_link, version_metadata
 from mlassets.defs.partitions import data_versions, raw_partitions
@@ -34,10 +36,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             key = check_partition_key(cfg, context.partition_key)
         except ValueError as exc:
             raise dg.Failure(str(exc)) from None
+        work = tempfile.TemporaryDirectory(prefix="mlassets-ingest-")  # the staged tables, streamed to the store
         try:
             notes: list[str] = []
-            tables = partition_tables(cfg, key, config.delivered or None, notes)
+            tables = (partition_tables(cfg, key, config.delivered or None, notes) if config.corrupt_slice
+                      else stage_tables(cfg, key, Path(work.name), config.delivered or None, notes))
         except ValueError as exc:  # an unreadable delivery: named, and nothing was written
+            work.cleanup()
             raise dg.Failure(description=f"partition {key} was not ingested: {exc}") from None
         if config.corrupt_slice:
             corruption = LabelCorruption.parse(config.corrupt_slice, config.corrupt_shift)
@@ -52,6 +57,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                 description=str(exc),
                 metadata={"partition": key, "failed_checks": ", ".join(o.name for o in exc.outcomes if not o.passed)},
             ) from None
+        finally:
+            work.cleanup()
         ingested = dataclasses.replace(ingested, notes=notes)
         if ingested.created:
             context.instance.add_dynamic_partitions(versions.name, [ingested.data_version])

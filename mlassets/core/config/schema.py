@@ -74,6 +74,8 @@ class DatasetConfig:
     drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
     min_rows: int = 1000  # per partition
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
+    memory_budget_mb: int = 1024  # ingest, validation, features and the split export read and write in batches sized
+    # to this budget (MiB), not to the data (see mlassets.core.data.budget)
     # Blocking count and distribution checks of new partitions against the rest of the version:
     row_change_band: float = 0.5  # rows of a new partition within +-50% of the mean of the others
     target_mean_band: float = 0.5  # |mean - reference mean| <= band * reference std

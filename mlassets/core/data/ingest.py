@@ -8,9 +8,11 @@ Identical tables for a partition land nothing either: the ingest says so and no 
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
@@ -21,13 +23,13 @@ from mlassets.core.data.raw import (
     check_partition_key,
     main_table,
     partition_objects,
-    partition_tables,
     raw_path,
     raw_repo,
+    stage_tables,
 )
 from mlassets.core.data.snapshot import VersionChecks, check_version
 from mlassets.core.data.store import VersionedStore
-from mlassets.core.data.summary import PartitionSummary, summary_path
+from mlassets.core.data.summary import PartitionSummary, summarize_reader, summary_path
 from mlassets.core.records import Record
 
 if TYPE_CHECKING:
@@ -61,36 +63,61 @@ class Ingested(Record):
     notes: list[str] = field(default_factory=list)  # what the source left out (undeclared columns), said once
 
 
+def table_rows(table: pd.DataFrame | Path) -> int:
+    """Rows of a frame, or of a Parquet file (from its footer)."""
+    from mlassets.core.data.batches import open_parquet
+
+    return open_parquet(table, str(table)).metadata.num_rows if isinstance(table, Path) else len(table)
+
+
+def summarize(partition: str, table: pd.DataFrame | Path, cfg: PipelineConfig) -> PartitionSummary:
+    """The main table's summary, from a frame or (reading only the target column) a Parquet file."""
+    from mlassets.core.data.batches import open_parquet
+
+    if not isinstance(table, Path):
+        return PartitionSummary.of_frame(partition, table, cfg.dataset.target)
+    return summarize_reader(partition, open_parquet(table, str(table)), cfg.dataset.target,
+                            cfg.dataset.memory_budget_mb)
+
+
 def ingest_partition(
     store: VersionedStore,
     cfg: PipelineConfig,
     partition: str,
-    tables: Mapping[str, pd.DataFrame] | None = None,
+    tables: Mapping[str, pd.DataFrame | Path] | None = None,
     metadata: Mapping[str, str] | None = None,
     validate: bool = True,
 ) -> Ingested:
     """Commit one partition's raw tables to the watched branch as one validated commit (or nothing).
 
-    ``validate=False`` skips the checks (the ``snapshot`` asset's blocking checks still judge the version).
+    ``tables``: frames, or local Parquet files (``raw.stage_tables``: streamed into the store, never held); by
+    default the source's, staged in a temporary folder. ``validate=False`` skips the checks (the ``snapshot``
+    asset's blocking checks still judge the version).
     """
     check_partition_key(cfg, partition)
-    tables = dict(partition_tables(cfg, partition) if tables is None else tables)
+    if tables is None:
+        with tempfile.TemporaryDirectory(prefix="mlassets-ingest-") as tmp:
+            staged = stage_tables(cfg, partition, Path(tmp))
+            return ingest_partition(store, cfg, partition, staged, metadata, validate)
+    tables = dict(tables)
     main = main_table(cfg)
     if main not in tables:
         raise ValueError(f"partition {partition}: table {main!r} is missing (got {sorted(tables)})")
     repo = raw_repo(cfg)
     store.create_repo(repo, default_branch=WATCHED_BRANCH)
-    rows = {name: len(df) for name, df in tables.items()}
-    changes = {raw_path(name, partition): to_parquet_bytes(df) for name, df in tables.items()}
-    summary = PartitionSummary.of_frame(partition, tables[main], cfg.dataset.target)
-    changes[summary_path(partition)] = summary.to_json().encode()
+    rows = {name: table_rows(table) for name, table in tables.items()}
+    changes: dict[str, pd.DataFrame | Path | bytes] = {raw_path(name, partition): t for name, t in tables.items()}
+    changes[summary_path(partition)] = summarize(partition, tables[main], cfg).to_json().encode()
     token = uuid.uuid4().hex
     meta = {"partition": partition, "rows": str(sum(rows.values())), "validated": str(validate).lower(),
             **{f"rows_{name}": str(n) for name, n in rows.items()}, **(metadata or {}), INGEST_ID: token}
     checks: VersionChecks | None = None
     with store.transaction(repo, WATCHED_BRANCH, f"Ingest {cfg.dataset.name} {partition}", meta) as tx:
         for path, data in changes.items():
-            tx.put(path, data)
+            if isinstance(data, Path):
+                tx.put_file(path, data)
+            else:
+                tx.put(path, data if isinstance(data, bytes) else to_parquet_bytes(data))
         for path in partition_objects(store, cfg, tx.base).get(partition, {}).values():
             if path not in changes:  # a delivery replaces the whole partition: no table is inherited
                 tx.delete(path)

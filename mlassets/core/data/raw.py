@@ -129,6 +129,27 @@ def partition_tables(cfg: PipelineConfig, key: str, delivered: str | Path | None
     return tables
 
 
+def stage_tables(cfg: PipelineConfig, key: str, directory: Path, delivered: str | Path | None = None,
+                 notes: list[str] | None = None) -> dict[str, Path]:
+    """``partition_tables`` as local Parquet files under ``directory``, one per table: streamed in batches of the
+    memory budget from a files source (unless it samples: a sample is drawn from the whole partition), written
+    from the frames of every other source."""
+    from mlassets.core.data.parquet import to_parquet_bytes
+    from mlassets.core.data.sources.files_stream import write_tables
+
+    source = get_source(cfg.dataset)
+    if isinstance(source, FilesSource) and cfg.dataset.sample_fraction >= 1:
+        files = write_tables(source, key, directory, str(delivered) if delivered is not None else None)
+        if notes is not None:
+            notes.extend(source.notes)
+        return files
+    out = {}
+    for name, frame in partition_tables(cfg, key, delivered, notes).items():
+        out[name] = directory / f"{name}.parquet"
+        out[name].write_bytes(to_parquet_bytes(frame))
+    return out
+
+
 def tables_from_dir(directory: str | Path) -> dict[str, pd.DataFrame]:
     """Prepared raw tables, one ``<table>.parquet`` each (a delivered folder, a replay, a test's bad input)."""
     files = sorted(Path(directory).glob("*.parquet"))

@@ -7,6 +7,7 @@ rest of a version are in ``validation_counts``.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pandera.pandas as pa
@@ -14,6 +15,9 @@ import pandera.pandas as pa
 from mlassets.core.config import ColumnSpec, DatasetConfig
 from mlassets.core.data.days import utc_timestamp
 from mlassets.core.data.outcome import CheckOutcome
+
+if TYPE_CHECKING:
+    from mlassets.core.data.validate import TableRules
 
 # int columns are validated as float64 plus an integer_valued check, so 1545.5 is reported, not truncated.
 _DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
@@ -47,60 +51,34 @@ def build_schema(columns: dict[str, ColumnSpec], key: list[str]) -> pa.DataFrame
     )
 
 
-def _plain(value: object) -> object:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def _duplicate_example(group: pd.DataFrame, key: list[str]) -> dict[str, object]:
-    """The key values of the first duplicate row, from the uniqueness check's failure cases."""
-    first = group[group["index"] == group["index"].min()]
-    values = dict(zip(first["column"], first["failure_case"], strict=False))
-    return {k: _plain(values.get(k)) for k in key}
-
-
-def _summarize(errors: pa.errors.SchemaErrors, key: list[str]) -> str:
-    cases = errors.failure_cases
-    parts, seen = [], set()
-    for row in cases.itertuples(index=False):
-        column, check = row.column if isinstance(row.column, str) else "", str(row.check)
-        if check == "column_in_dataframe":
-            parts.append(f"column {row.failure_case!r} is missing")
-        elif check == "multiple_fields_uniqueness":
-            if "<key>" not in seen:
-                seen.add("<key>")
-                group = cases[cases["check"] == check]
-                n = len(group) // max(1, len(key))
-                parts.append(f"key {key} is not unique: {n} duplicate rows, e.g. {_duplicate_example(group, key)}")
-        elif column not in seen:  # the first failed check per column says the most (coercion first)
-            seen.add(column)
-            group = cases[(cases["column"] == column) & (cases["check"] == check)]
-            sample = group["failure_case"].head(3).tolist()
-            parts.append(f"column {column!r} failed {check}: {len(group)} rows, e.g. {sample}")
-    return "; ".join(parts)
-
-
-def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
-    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``; with
-    ``drop_missing_target`` a row without a target is let in (the features stage drops it, counted)."""
+def main_columns(cfg: DatasetConfig) -> dict[str, ColumnSpec]:
+    """The main table's columns as validated: with ``drop_missing_target`` a row without a target is let in (the
+    features stage drops it, counted)."""
     columns = dict(cfg.columns)
     if cfg.drop_missing_target:
         columns[cfg.target] = dataclasses.replace(columns[cfg.target], nullable=True)
-    return validate_table(frame, columns, cfg.key)
+    return columns
+
+
+def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
+    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``."""
+    return validate_table(frame, main_columns(cfg), cfg.key, budget_mb=cfg.memory_budget_mb)
+
+
+def table_rules(columns: dict[str, ColumnSpec], key: list[str], table: str = "") -> TableRules:
+    """What ``validate`` checks a table against: these columns and key, worded by ``build_schema``."""
+    from mlassets.core.data.validate import TableRules
+
+    return TableRules(columns, list(key), build_schema, table)
 
 
 def validate_table(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str],
-                   table: str = "") -> CheckOutcome:
-    """One table against its schema; messages of another table than the main one start with its name."""
-    where = f"table {table!r}: " if table else ""
-    if frame.empty:
-        return CheckOutcome("schema", False, f"{where}no rows: the table is empty", 1)
-    try:
-        build_schema(columns, key).validate(frame, lazy=True)
-    except pa.errors.SchemaErrors as exc:
-        return CheckOutcome("schema", False, where + _summarize(exc, key), len(exc.failure_cases))
-    except pa.errors.SchemaError as exc:  # raised eagerly for some frame-level problems
-        return CheckOutcome("schema", False, where + str(exc).splitlines()[0], 1)
-    return CheckOutcome("schema", True, f"{where}{len(frame)} rows match the schema of {len(columns)} columns")
+                   table: str = "", budget_mb: int = 1024) -> CheckOutcome:
+    """One table against its schema; messages of another table than the main one start with its name. Checked
+    in slices of the memory budget, as the store's objects are (``validate.scan_objects``)."""
+    from mlassets.core.data.validate import scan_frame
+
+    return scan_frame(frame, table_rules(columns, key, table), budget_mb)
 
 
 def merge_outcomes(outcomes: list[CheckOutcome]) -> CheckOutcome:

@@ -9,24 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.outcome import CheckOutcome
-from mlassets.core.data.raw import (
-    changed_partitions,
-    main_table,
-    partition_objects,
-    raw_repo,
-    read_frame,
-)
+from mlassets.core.data.raw import changed_partitions, main_table, partition_objects, raw_repo
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.summary import PREFIX as SUMMARY_PREFIX
-from mlassets.core.data.summary import PartitionSummary, TargetStats, summary_path
+from mlassets.core.data.summary import PartitionSummary, TargetStats, summarize_object, summary_path
 from mlassets.core.records import Record
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 CHECK_NAMES = ("schema", "min_rows", "row_change", "target_mean", "target_quantiles")
 
@@ -74,22 +64,22 @@ def read_summaries(store: VersionedStore, cfg: PipelineConfig, ref: str,
         if summary_path(key) in stored:
             out[key] = PartitionSummary.from_json(store.read(repo, ref, summary_path(key)).decode())
         else:  # ingested before summaries existed
-            out[key] = PartitionSummary.of_frame(key, read_frame(store, repo, ref, path), cfg.dataset.target)
+            out[key] = summarize_object(store, repo, ref, key, path, cfg.dataset)
     return out
 
 
 def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[str, dict[str, str]]) -> CheckOutcome:
     """Every table of the partitions in ``objects`` against its schema; a declared table missing, or a table
-    nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands)."""
-    import pandas as pd
-
-    from mlassets.core.data.schema import merge_outcomes, validate_schema, validate_table
+    nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands). Each table's
+    objects are scanned in budget-sized batches, as one table (``validate.scan_objects``)."""
+    from mlassets.core.data.schema import main_columns, merge_outcomes, table_rules
+    from mlassets.core.data.validate import scan_objects
 
     if not objects:
         return CheckOutcome("schema", True, "no new partitions: every earlier one was validated at ingestion")
-    main, declared, repo = main_table(cfg), cfg.dataset.tables, raw_repo(cfg)
+    main, declared, repo, budget = main_table(cfg), cfg.dataset.tables, raw_repo(cfg), cfg.dataset.memory_budget_mb
     outcomes: list[CheckOutcome] = []
-    frames: dict[str, list[pd.DataFrame]] = {name: [] for name in [main, *declared]}
+    paths: dict[str, list[str]] = {name: [] for name in [main, *declared]}
     for key, tables in objects.items():
         for name in sorted(set(tables) - {main} - set(declared)):
             outcomes.append(CheckOutcome("schema", False, f"table {name!r} in partition {key} is not declared in "
@@ -98,12 +88,14 @@ def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[
             outcomes.append(CheckOutcome("schema", False, f"table {name!r} is missing in partition {key} (it is "
                                                           "declared in dataset.tables)", 1))
         for name, path in tables.items():
-            if name in frames:
-                frames[name].append(read_frame(store, repo, ref, path))
-    outcomes.append(validate_schema(pd.concat(frames[main], ignore_index=True), cfg.dataset))
+            if name in paths:
+                paths[name].append(path)
+    rules = table_rules(main_columns(cfg.dataset), cfg.dataset.key)
+    outcomes.append(scan_objects(store, repo, ref, paths[main], rules, budget))
     for name, spec in declared.items():
-        if frames[name]:
-            outcomes.append(validate_table(pd.concat(frames[name], ignore_index=True), spec.columns, spec.key, name))
+        if paths[name]:
+            outcomes.append(scan_objects(store, repo, ref, paths[name], table_rules(spec.columns, spec.key, name),
+                                         budget))
     return merge_outcomes(outcomes)
 
 

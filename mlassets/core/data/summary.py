@@ -18,9 +18,11 @@ from mlassets.core.records import Record
 
 if TYPE_CHECKING:
     import numpy as np
-
-if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow.parquet as pq
+
+    from mlassets.core.config import DatasetConfig
+    from mlassets.core.data.store import VersionedStore
 
 PREFIX = "summaries/"
 
@@ -50,10 +52,14 @@ class TargetStats(Record):
     def of_values(cls, values: pd.Series | None) -> TargetStats:
         """From values (non-numeric and missing ones are left out: the schema check judges them)."""
         import numpy as np
-        import pandas as pd
 
-        numeric = pd.to_numeric(values, errors="coerce") if values is not None else pd.Series(dtype="float64")
-        arr = numeric.dropna().to_numpy(dtype=np.float64)
+        return cls.of_array(numbers(values) if values is not None else np.empty(0, dtype=np.float64))
+
+    @classmethod
+    def of_array(cls, arr: np.ndarray) -> TargetStats:
+        """From float64 values without missing ones (``numbers``)."""
+        import numpy as np
+
         if not arr.size:
             return cls(count=0, mean=math.nan, std=math.nan, quantiles=[])
         std = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
@@ -86,6 +92,14 @@ class TargetStats(Record):
         return float(np.interp(q, grid(), self.quantiles))
 
 
+def numbers(values: pd.Series) -> np.ndarray:
+    """The numeric, present values of a series as float64 (non-numeric and missing ones left out)."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=np.float64)
+
+
 def _mixture_quantiles(parts: Sequence[TargetStats], weights: np.ndarray) -> list[float]:
     """Invert ``F(x) = sum_i w_i F_i(x) / sum_i w_i`` at every grid point by bisection (vectorized)."""
     import numpy as np
@@ -116,3 +130,28 @@ class PartitionSummary(Record):
     @classmethod
     def of_frame(cls, partition: str, frame: pd.DataFrame, target: str) -> PartitionSummary:
         return cls(partition=partition, rows=len(frame), target=TargetStats.of_values(frame.get(target)))
+
+
+def summarize_reader(partition: str, reader: pq.ParquetFile, target: str, budget_mb: int) -> PartitionSummary:
+    """A partition's summary from its main table's Parquet, reading only the target column in batches (the
+    values are kept, 8 bytes a row, so that the quantiles are exact)."""
+    import numpy as np
+
+    from mlassets.core.data.batches import iter_frames
+
+    rows = reader.metadata.num_rows
+    if target not in reader.schema_arrow.names:
+        return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_values(None))
+    parts = [numbers(frame[target]) for frame in iter_frames(reader, budget_mb, [target])]
+    values = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
+    return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_array(values))
+
+
+def summarize_object(store: VersionedStore, repo: str, ref: str, partition: str, path: str,
+                     ds: DatasetConfig) -> PartitionSummary:
+    """``summarize_reader`` of a stored object, read where it lies."""
+    from mlassets.core.data.batches import object_file, open_parquet
+
+    with object_file(store, repo, ref, path) as file:
+        reader = open_parquet(file, f"{repo}@{ref[:12]}:{path}")
+        return summarize_reader(partition, reader, ds.target, ds.memory_budget_mb)

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
+import pyarrow as pa
 import pytest
 from mlflow import MlflowClient
 
@@ -44,17 +44,17 @@ def studies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studies]:
     read: list[str] = []
     frames = {"train": flights_like(1500, 0), "validation": flights_like(400, 1)}
 
-    def read_split(store: object, cfg: object, data_version: str, split: str) -> pd.DataFrame:
+    def split_tables(store: object, cfg: object, data_version: str, split: str) -> Iterator[pa.Table]:
         read.append(split)
         if split not in frames:
             raise AssertionError(f"the study read the {split!r} split")
-        return frames[split]
+        yield pa.Table.from_pandas(frames[split], preserve_index=False)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLASSETS_HOME", str(home))
         for var in ("MLFLOW_TRACKING_URI", "MLASSETS_OPTUNA_STORAGE", "MLASSETS_PROFILE"):
             mp.delenv(var, raising=False)
-        mp.setattr(feature_store, "read_split", read_split)  # what export_splits reads each split with
+        mp.setattr(feature_store, "split_tables", split_tables)  # what export_splits reads each split with
         cfg = _config()
         first = tune.tune_version(None, cfg, "v1", home / "w1", space=SPACE)  # type: ignore[arg-type]
         second = tune.tune_version(None, cfg, "v1", home / "w2", trials=3, space=SPACE)  # type: ignore[arg-type]

@@ -10,12 +10,11 @@ the file, column, row and value named. Columns the config does not declare are n
 from __future__ import annotations
 
 import glob
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
-from mlassets.core.data.parquet import read_parquet_file
 from mlassets.core.data.sources.base import sample
 
 if TYPE_CHECKING:
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
 
 PARQUET = (".parquet", ".pq")
 CSV = (".csv", ".csv.gz", ".tsv", ".txt")
+CSV_ROWS = 1 << 18  # rows of a CSV read at once when no batch size is given
+Problems = dict[str, tuple[Any, object, int]]  # column -> (first bad row, its value, bad rows)
 
 
 class FileRejected(ValueError):
@@ -48,20 +49,31 @@ def partition_files(template: str, key: str) -> list[Path]:
     return files
 
 
-def _read(path: Path, fmt: str, missing: Sequence[str] = ("",)) -> pd.DataFrame:
+def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0) -> Iterator[pd.DataFrame]:
+    """The file's rows in batches of ``rows`` (0: all at once), every cell of a CSV as text."""
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     name = path.name.lower()
     as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
     try:
         if as_parquet:
-            return read_parquet_file(path)
+            reader = pq.ParquetFile(path)
+            for batch in reader.iter_batches(batch_size=rows or max(1, reader.metadata.num_rows)):
+                frame = batch.to_pandas()
+                del batch
+                yield frame
+                del frame  # before the next batch is read
+            if not reader.metadata.num_rows:
+                yield reader.schema_arrow.empty_table().to_pandas()
+            return
         sep = "\t" if name.endswith(".tsv") else ","
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=list(missing) or [""],
-                           encoding="utf-8-sig", sep=sep)
+        yield from pd.read_csv(path, dtype=str, keep_default_na=False, na_values=list(missing) or [""],
+                               encoding="utf-8-sig", sep=sep, chunksize=rows or CSV_ROWS)
     except pd.errors.EmptyDataError:
         raise FileRejected([f"{path}: the file is empty (no header, no rows)"]) from None
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except (ValueError, pa.ArrowException, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise FileRejected([f"{path}: not readable as {'Parquet' if as_parquet else 'CSV'} ({exc})"]) from None
 
 
@@ -88,45 +100,85 @@ def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
     return values.astype("string").str.strip().astype(object).where(values.notna(), None)
 
 
-def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> pd.DataFrame:
-    """Each declared column in its dtype; a non-empty value that does not parse is a problem naming the row."""
+def coerce_batch(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec]) -> tuple[pd.DataFrame, Problems]:
+    """Each declared column in its dtype, and per column whose non-empty values do not parse: (the first such
+    row's index, its value, how many rows)."""
     import pandas as pd
 
-    problems, out = [], {}
+    problems: Problems = {}
+    out = {}
     for name, spec in columns.items():
         if name not in frame.columns:
             continue  # the schema check names a missing column
         raw = frame[name]
         out[name] = parsed = _coerce(raw, spec)
-        bad = raw.notna() & (raw.astype("string").str.strip() != "") & parsed.isna()
-        if bad.any():
-            rows = bad[bad].index
-            what = {"int": "an integer", "float": "a number", "datetime": "a date or time"}[spec.dtype]
-            more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
-            problems.append(f"{path}: column {name!r}, row {rows[0] + first_row}: {raw[rows[0]]!r} is not "
-                            f"{what}{more}")
+        lost = raw.notna() & parsed.isna()  # a value that did not parse, or a blank one
+        if lost.any():
+            rows = lost[lost].index
+            rows = rows[raw[rows].astype("string").str.strip() != ""]
+            if len(rows):
+                problems[name] = (rows[0], raw[rows[0]], len(rows))
+    return pd.DataFrame(out, index=frame.index), problems
+
+
+def merge_problems(seen: Problems, more: Problems) -> Problems:
+    """Problems of a file's batches so far and of its next batch: the first row of each column stays first."""
+    out = dict(seen)
+    for name, (row, value, n) in more.items():
+        out[name] = (out[name][0], out[name][1], out[name][2] + n) if name in out else (row, value, n)
+    return out
+
+
+def problem_lines(problems: Problems, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> list[str]:
+    lines = []
+    for name in [c for c in columns if c in problems]:
+        row, value, n = problems[name]
+        what = {"int": "an integer", "float": "a number", "datetime": "a date or time"}[columns[name].dtype]
+        more = f" (and {n - 1} more rows)" if n > 1 else ""
+        lines.append(f"{path}: column {name!r}, row {row + first_row}: {value!r} is not {what}{more}")
+    return lines
+
+
+def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> pd.DataFrame:
+    """Each declared column in its dtype; a non-empty value that does not parse is a problem naming the row."""
+    out, problems = coerce_batch(frame, columns)
     if problems:
-        raise FileRejected(problems)
-    return pd.DataFrame(out, index=frame.index)
+        raise FileRejected(problem_lines(problems, columns, path, first_row))
+    return out
+
+
+def iter_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
+               notes: list[str] | None = None, missing: Sequence[str] = ("",), rows: int = 0) -> Iterator[pd.DataFrame]:
+    """One table of a partition from its file(s), coerced to ``columns``, in batches of ``rows`` (0: one per file),
+    each indexed from 0; undeclared columns are noted, dropped. A CSV cell that is one of ``missing`` (exactly) is
+    a missing value. A file's problems are raised after its last batch, counted over the whole file."""
+    for path in partition_files(template, key):
+        seen, problems = 0, {}
+        for batch in _read(path, fmt, missing, rows):
+            frame = clean_headers(batch, path).set_axis(range(seen, seen + len(batch)), axis=0)
+            if not seen:
+                extra = [c for c in frame.columns if c not in columns]
+                if extra and notes is not None:
+                    notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; "
+                                 "not stored")
+            out, found = coerce_batch(frame, columns)
+            problems = merge_problems(problems, found)
+            seen += len(frame)
+            if not problems and len(out):
+                yield out.reset_index(drop=True)
+        if not seen:
+            raise FileRejected([f"{path}: no rows (only a header)"])
+        if problems:
+            first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
+            raise FileRejected(problem_lines(problems, columns, path, first_row))
 
 
 def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
                notes: list[str] | None = None, missing: Sequence[str] = ("",)) -> pd.DataFrame:
-    """One table of a partition from its file(s), coerced to ``columns``; undeclared columns are noted, dropped.
-    A CSV cell that is one of ``missing`` (exactly) is a missing value."""
+    """One table of a partition from its file(s), coerced to ``columns``, all in memory (``iter_table``)."""
     import pandas as pd
 
-    parts = []
-    for path in partition_files(template, key):
-        frame = clean_headers(_read(path, fmt, missing), path)
-        if frame.empty:
-            raise FileRejected([f"{path}: no rows (only a header)"])
-        extra = [c for c in frame.columns if c not in columns]
-        if extra and notes is not None:
-            notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; not stored")
-        first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
-        parts.append(coerce(frame.reset_index(drop=True), columns, path, first_row))
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(list(iter_table(template, key, fmt, columns, notes, missing)), ignore_index=True)
 
 
 _PERIODS = {"YYYY": "%Y", "YYYY-MM": "%Y-%m", "YYYY-MM-DD": "%Y-%m-%d", "YYYY-Www": "%G-W%V"}
@@ -180,3 +232,5 @@ class FilesSource:
 
     def build_frame(self, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         return tables[self.main_table]
+
+

@@ -92,6 +92,32 @@ def put_object(objects: Path, data: bytes) -> tuple[str, int]:
     return sha, len(data)
 
 
+def put_object_file(objects: Path, source: Path, chunk: int = 1 << 20) -> tuple[str, int]:
+    """Store the file ``source`` once under its sha256, streamed in chunks (never held whole); return (sha, size)."""
+    digest, size = hashlib.sha256(), 0
+    with open(source, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+            size += len(block)
+    sha = digest.hexdigest()
+    target = object_path(objects, sha)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as out, open(source, "rb") as f:
+                while block := f.read(chunk):
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    return sha, size
+
+
 def get_object(objects: Path, sha: str) -> bytes:
     return object_path(objects, sha).read_bytes()
 

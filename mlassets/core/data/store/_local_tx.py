@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.data.store import _local_db as db
@@ -55,6 +56,9 @@ class LocalTransaction(TransactionBase):
             self._writes[path] = entry
         else:
             self._writes[path] = db.put_object(self._store.objects, data)
+
+    def _put_file(self, path: str, file: Path) -> None:
+        self._writes[path] = db.put_object_file(self._store.objects, file)
 
     def _delete(self, path: str) -> None:
         exists = self._writes[path] is not None if path in self._writes else path in self._base_tree

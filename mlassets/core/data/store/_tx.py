@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TypeVar
 
 from mlassets.core.data.store.base import (
@@ -57,6 +58,12 @@ class TransactionBase:
             raise TypeError(f"object {path!r}: bytes expected, got {type(data).__name__}")
         self._put(path, bytes(data))
 
+    def put_file(self, path: str, file: str | Path) -> None:
+        """Write the local file ``file`` at ``path`` (a backend that can streams it; the others read it whole)."""
+        self._check_open()
+        validate_path(path)
+        self._put_file(path, Path(file))
+
     def delete(self, path: str) -> None:
         """Delete ``path`` in this transaction; NotFound unless it exists there."""
         self._check_open()
@@ -82,6 +89,9 @@ class TransactionBase:
 
     def _put(self, path: str, data: bytes) -> None:
         raise NotImplementedError
+
+    def _put_file(self, path: str, file: Path) -> None:
+        self._put(path, file.read_bytes())
 
     def _delete(self, path: str) -> None:
         raise NotImplementedError

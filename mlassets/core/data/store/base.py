@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 
@@ -116,6 +117,10 @@ class Transaction(Protocol):
 
     def put(self, path: str, data: bytes) -> None:
         """Write ``data`` at ``path`` (visible to nobody until the transaction lands)."""
+
+    def put_file(self, path: str, file: str | Path) -> None:
+        """Write a local file's bytes at ``path``: like ``put``, without holding the file in memory where the
+        backend can stream it (``local``)."""
 
     def delete(self, path: str) -> None:
         """Delete ``path``; NotFound unless it exists at ``base`` or was put in this transaction."""

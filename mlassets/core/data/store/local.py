@@ -243,6 +243,10 @@ class LocalStore:
         """The bytes of ``path`` at ``ref``."""
         return db.get_object(self.objects, self._entry(repo, ref, path)[0])
 
+    def object_file(self, repo: str, ref: str, path: str) -> Path:
+        """The local file holding ``path`` at ``ref``, to scan in place (read only: it is the stored object)."""
+        return db.object_path(self.objects, self._entry(repo, ref, path)[0])
+
     def stat(self, repo: str, ref: str, path: str) -> dict[str, str | int]:
         """``{"path", "size", "checksum"}`` (sha256 hex) of an object at ``ref``."""
         sha, size = self._entry(repo, ref, path)

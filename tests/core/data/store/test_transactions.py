@@ -181,3 +181,22 @@ def test_a_transaction_may_be_staged_from_another_thread(store: VersionedStore, 
         staged = pool.submit(tx.stage).result()
         assert store.read(repo, staged.id, "a") == b"1"
     assert tx.commit is not None and store.list_objects(repo, "main") == ["a"]
+
+
+def test_put_file_writes_the_files_bytes_and_reads_back_as_a_local_file(store: VersionedStore, repo: str,
+                                                                        tmp_path) -> None:
+    from mlassets.core.data.batches import object_file
+
+    data = bytes(range(256)) * 5000  # more than one chunk of the local store's copy
+    source = tmp_path / "table.parquet"
+    source.write_bytes(data)
+    with store.transaction(repo, "main", "from a file") as tx:
+        tx.put_file("raw/flights/2013-01.parquet", source)
+        tx.put_file("raw/flights/2013-02.parquet", source)  # the same bytes twice: stored once where the store can
+    commit = tx.commit
+    assert store.read(repo, commit.id, "raw/flights/2013-01.parquet") == data
+    assert store.stat(repo, commit.id, "raw/flights/2013-02.parquet")["size"] == len(data)
+    with object_file(store, repo, commit.id, "raw/flights/2013-01.parquet") as local:
+        assert local.read_bytes() == data
+    with pytest.raises(StoreError, match="closed"):
+        tx.put_file("c", source)
