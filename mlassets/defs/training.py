@@ -19,7 +19,7 @@ from mlassets.core.config import PipelineConfig
 from mlassets.core.data.mlflow_dataset import log_data_version
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
-from mlassets.core.registry.promote import live_version
+from mlassets.core.registry.promote import trusted_live_version
 from mlassets.core.registry.warm import verified_bundle
 from mlassets.core.train import metrics as run_log
 from mlassets.core.train import mlflow_model
@@ -67,7 +67,7 @@ def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> 
     """The champion's version when the run asks for a warm start (``mlassets/retrain: warm_start``), else ''."""
     if context.run.tags.get(RETRAIN_TAG) != WARM_START:
         return ""
-    live = live_version(cfg.model.registered_name)
+    live = trusted_live_version(cfg.model.registered_name)  # PromotionError (the step fails) for a damaged log
     context.log.info(f"warm start from {cfg.model.registered_name} v{live}" if live else
                      "warm start asked, but there is no champion: training from scratch")
     return live or ""

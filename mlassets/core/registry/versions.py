@@ -13,8 +13,9 @@ from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 
 from mlassets.core.records import RecordError
+from mlassets.core.registry.folder import check_folder, model_root
 from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
-from mlassets.core.train.artifact import ModelBundle, check_weights, load_bundle
+from mlassets.core.train.artifact import ModelBundle, load_bundle
 from mlassets.core.train.mlflow_model import bundle_path, signature_of
 
 CHAMPION = "champion"
@@ -111,12 +112,18 @@ def bundle_dir(version: ModelVersion) -> Path:
     return bundle_path(version.source)
 
 
-def load_version_bundle(version: ModelVersion) -> ModelBundle:
-    """The version's bundle, refused unless its weights are the ones its registry record names."""
+def verified_bundle_dir(version: ModelVersion) -> Path:
+    """The version's bundle folder, refused (``RegistryError``) unless the logged model it lies in is the version's
+    (its run and logged model) and its weights are the ones its registry record names."""
     directory = bundle_dir(version)
+    record_of(version)  # an incomplete record is refused by name
     try:
-        check_weights(directory, record_of(version).weights_sha256,
-                      f"the registry record of {version.name!r} version {version.version}")
+        check_folder(model_root(directory), version, directory)
     except ValueError as exc:
         raise RegistryError(str(exc)) from None
-    return load_bundle(directory)
+    return directory
+
+
+def load_version_bundle(version: ModelVersion) -> ModelBundle:
+    """The version's bundle, refused unless its folder and weights are the ones the registry records."""
+    return load_bundle(verified_bundle_dir(version))

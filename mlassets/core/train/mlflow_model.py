@@ -1,4 +1,5 @@
-"""A model bundle as an MLflow model: logged from code (``pyfunc_model.py``) with its signature, and found again."""
+"""A model bundle as an MLflow model: logged from code (``registry/pyfunc_model.py``) with its signature, and found
+again."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from mlflow.models import ModelSignature
 
 from mlassets.core.train.artifact import ModelBundle, load_bundle
 
-PYFUNC_CODE = Path(__file__).with_name("pyfunc_model.py")
+# The loader MLflow copies into every model: it checks the folder against the registry, so it lives there (a path,
+# not an import: training never imports the registry).
+PYFUNC_CODE = Path(__file__).parents[1] / "registry" / "pyfunc_model.py"
 
 
 def pip_requirements() -> list[str]:
