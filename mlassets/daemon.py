@@ -47,19 +47,31 @@ def stop(proc: subprocess.Popen, kill: bool = False, timeout_s: float = 60.0) ->
         return proc.wait(timeout=timeout_s)
 
 
-def start_services(tree: Tree, dagster_home: str) -> tuple[int, Reloader]:
-    """The code server (waited for), the Dagster daemon and the run monitor in ``tree``; (port, reloader)."""
+def start_services(tree: Tree, dagster_home: str, extra_env: dict[str, str] | None = None) -> tuple[int, Reloader]:
+    """The code server (waited for), the run monitor (waited for) and the Dagster daemon in ``tree``; (port,
+    reloader)."""
     from mlassets import code_server
 
     port = code_server.free_port()
     workspace = code_server.write_workspace(dagster_home, port)
-    env = code_server.env_for(dagster_home)
+    env = {**code_server.env_for(dagster_home), **(extra_env or {})}
     server = tree.spawn("code server", code_server.command(port), env)
     seconds = code_server.wait_ready(port, server)
     print(f"code server ready on {code_server.HOST}:{port} ({seconds:.0f} s)", flush=True)
+    monitor = tree.spawn("run monitor", [sys.executable, "-m", "mlassets.run_monitor", str(workspace)], env)
+    _wait_for_monitor(dagster_home, tree.token, monitor)  # runs an earlier tree left are retried before the queue runs
     tree.spawn("Dagster daemon", code_server.daemon_command(workspace), env)
-    tree.spawn("run monitor", [sys.executable, "-m", "mlassets.run_monitor", str(workspace)], env)
     return port, code_server.Reloader(port)
+
+
+def _wait_for_monitor(dagster_home: str, token: str, monitor: subprocess.Popen, timeout_s: float = 300.0) -> None:
+    from mlassets.daemon_tree import ready_file
+
+    deadline, ready = time.monotonic() + timeout_s, ready_file(dagster_home)
+    while not (ready.is_file() and ready.read_text() == token):
+        if monitor.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the run monitor did not start (exit code {monitor.poll()})")
+        time.sleep(0.2)
 
 
 def serve(what: str = "mlassets daemon") -> int:

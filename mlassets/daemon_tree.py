@@ -29,6 +29,12 @@ HOME_ENV = "MLASSETS_DAEMON_HOME"  # the Dagster home the tree serves (leftovers
 _PR_SET_PDEATHSIG = 1
 
 
+def ready_file(dagster_home: str) -> Path:
+    """The run monitor writes the tree's token here once the retries of runs an earlier tree left are queued: only
+    then does the supervisor start the Dagster daemon (whose queue would otherwise run later runs first)."""
+    return Path(dagster_home) / ".run-monitor-ready"
+
+
 def _pdeathsig(sig: int, parent: int) -> None:
     """In the child, before exec: be sent ``sig`` when the parent dies; default signal handlers."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a background job of a shell inherits them ignored

@@ -12,7 +12,7 @@ def fail_dead_ingests() -> list[str]:
     from mlassets import daemon_lock
     from mlassets.instance import get_instance, prepare_home
     from mlassets.run_liveness import dead_runs
-    from mlassets.run_monitor import start_timeout_s
+    from mlassets.run_monitor import free_slots, start_timeout_s
 
     home = prepare_home()
     if not settings.production() and daemon_lock.held(home):
@@ -25,6 +25,7 @@ def fail_dead_ingests() -> list[str]:
                 continue
             instance.report_run_failed(dead.run, f"mlassets prune-transactions: {dead.reason}; the run is marked "
                                                   "failed")
+            free_slots(instance, dead.run.run_id)
             partition = dead.run.tags.get("dagster/partition", "")
             out.append(f"marked run {dead.run.run_id} ({dead.run.job_name} {partition}) failed: {dead.reason}")
         return out

@@ -25,7 +25,7 @@ from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, PRIORITY_TAG, RETR
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from mlassets.daemon_tree import HOME_ENV, TOKEN_ENV
+from mlassets.daemon_tree import HOME_ENV, TOKEN_ENV, ready_file
 from mlassets.launcher import DAEMON_TAG
 from mlassets.run_liveness import Dead, dead_runs
 
@@ -80,7 +80,15 @@ def handle(instance: dg.DagsterInstance, workspace: WorkspaceProcessContext | No
         instance.add_run_tags(run.run_id, {AUTO_RETRY_RUN_ID_TAG: retry})
         message += f" and retried as run {retry} (finished steps kept; training resumes from its newest checkpoint)"
     instance.report_run_failed(run, message)
+    free_slots(instance, run.run_id)
     return message
+
+
+def free_slots(instance: dg.DagsterInstance, run_id: str) -> None:
+    """Give back the pool slots (the `gpu` pool of training steps) a dead worker still held: no run waits on them."""
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        storage.free_concurrency_slots_for_run(run_id)
 
 
 def check(instance: dg.DagsterInstance, workspace: WorkspaceProcessContext | None, home: str, token: str) -> list[str]:
@@ -113,6 +121,7 @@ def retry_interrupted(instance: dg.DagsterInstance, workspace: WorkspaceProcessC
                 or run.remote_job_origin is None or int(run.tags.get(RETRY_NUMBER_TAG, "0")) >= max_retries() \
                 or not _interrupted(instance, run):
             continue
+        free_slots(instance, run.run_id)
         retry = _queue_retry(instance, workspace, run)
         instance.add_run_tags(run.run_id, {AUTO_RETRY_RUN_ID_TAG: retry or "none"})
         if retry:
@@ -129,6 +138,7 @@ def main(workspace_file: str) -> None:
               flush=True)
         for line in retry_interrupted(instance, workspace, token):
             print(line, flush=True)
+        ready_file(instance.root_directory).write_text(token)  # the supervisor starts the daemon's queue after this
         while True:
             try:
                 for line in check(instance, workspace, home, token):

@@ -34,12 +34,16 @@ def _client() -> mlflow.MlflowClient:
 def register(name: str, model_uri: str, record: RegistryRecord, *, description: str = "",
              links: dict[str, str] | None = None) -> ModelVersion:
     """A new version of ``name`` for the logged model, whose tags are ``record`` (and ``links``, e.g. the
-    Dagster run's URL, for people), described by ``description`` (see ``describe``)."""
+    Dagster run's URL, for people), described by ``description`` (see ``describe``). A logged model is registered
+    once: registering it again (a retried step) returns its version."""
     client = _client()
     try:
         client.get_registered_model(name)
     except MlflowException:
         client.create_registered_model(name, description="Registered by mlassets; tags hold each record.")
+    for existing in client.search_model_versions(f"name = '{name}'"):
+        if existing.source == model_uri:  # a registration step run again (a retried run): the same version
+            return existing
     model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None  # a LoggedModel
     # its id too: an MLflow server refuses a LoggedModel's URI as a version's source without it (sqlite does not)
     return client.create_model_version(name, model_uri, tags={**(links or {}), **record.to_tags()},
