@@ -23,6 +23,7 @@ from mlassets.core.data.ingest import Ingested
 from mlassets.core.data.raw import check_partition_key
 from mlassets.core.records import Record, RecordFiles
 from mlassets.defs.factory import ingest_job_name, pipeline_job_name
+from mlassets.defs.jobs import FORCE_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
@@ -114,7 +115,9 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
     return ingested
 
 
-def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str) -> Run:
-    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``)."""
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str, force: bool = False) -> Run:
+    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``);
+    ``force``: train even when the run's expected cost is over ``training.budget_hours``."""
     register(cfg)
-    return execute(instance, pipeline_job_name(cfg), version, tags=version_run_tags(cfg, version))
+    tags = {**version_run_tags(cfg, version), **({FORCE_TAG: "budget"} if force else {})}
+    return execute(instance, pipeline_job_name(cfg), version, tags=tags)

@@ -23,13 +23,14 @@ from mlassets.core.registry.promote import trusted_live_version
 from mlassets.core.registry.warm import verified_bundle
 from mlassets.core.train import metrics as run_log
 from mlassets.core.train import mlflow_model
+from mlassets.core.train.budget import REFUSED, read_refusal
 from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
 from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
 from mlassets.core.train.process import read_result
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.core.tune.apply import tuned_config
 from mlassets.defs.display import json_value, number
-from mlassets.defs.jobs import RETRAIN_TAG
+from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
 from mlassets.defs.ops import dashboard_url
@@ -99,12 +100,20 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         warm_from = _warm_start_from(context, cfg)
         init_bundle = verified_bundle(cfg.model.registered_name, warm_from) if warm_from else ""
         run_cfg = tuned_config(cfg, keys.tuned_hparams.path)  # the newest tuned values unless the config pins them
-        job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from)
+        job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from,
+                               force_budget=context.run.tags.get(FORCE_TAG) == "budget")
+        (out_dir / REFUSED).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
-        context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
-                                    extras=extras)
+        try:
+            context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
+                                        extras=extras)
+        except Exception:
+            refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
+            if refusal:
+                raise dg.Failure(description=refusal, allow_retries=False) from None
+            raise
         result = read_result(out_dir)
         run_log.replay(out_dir, run_id)  # metrics of a run too short for rank 0 to have logged them
         tracking.log_training(run_cfg.to_dict(), result.val_metric_name, result.val_metric, result.train_seconds)

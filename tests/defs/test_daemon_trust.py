@@ -196,7 +196,12 @@ def test_ten_kills_at_random_moments_then_every_landed_file_is_trained_once_in_o
         log = tmp_path / f"daemon-{i}.log"  # each start's own: 'ready' is this start's
         proc = _start(log)
         until("the daemon ready", lambda: _ready(log), proc, log, DEADLINE_S)  # noqa: B023 - used at once
-        time.sleep(rng.uniform(0.5, 8.0))
+        target = rng.choice(["sales_ingest", "sales_pipeline", "sales_pipeline", ""])  # "": any moment
+        deadline = time.monotonic() + 60  # a target whose work is all done is not waited for longer
+        while target and time.monotonic() < deadline and proc.poll() is None \
+                and not _runs(instance, target, dg.DagsterRunStatus.STARTED):
+            time.sleep(0.2)
+        time.sleep(rng.uniform(0.0, 6.0))  # at a random moment of that run
         busy = [f"{r.job_name} {r.status.value}" for r in instance.get_runs(dg.RunsFilter(statuses=OPEN))]
         whole = rng.random() < 0.5
         kills.append(f"{'tree' if whole else 'supervisor'}: {', '.join(busy) or 'idle'}")

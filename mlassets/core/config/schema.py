@@ -162,6 +162,7 @@ class TrainingConfig:
     profile: ProfileConfig = field(default_factory=ProfileConfig)  # traces under <run>/profile/rank<r>.json
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 over all steps
     retries: int = 1  # Dagster retries of the training step; each attempt resumes from the newest checkpoint
+    budget_hours: float = 24.0  # a run expected (steps x measured step time) to take longer stops early; 0: none
 
 
 @dataclass(frozen=True)
