@@ -35,9 +35,13 @@ def start(out: IO[str] | None = None, env: dict[str, str] | None = None) -> subp
 
 
 def stop(proc: subprocess.Popen, kill: bool = False, timeout_s: float = 60.0) -> int:
-    """SIGTERM (or SIGKILL: a crash) to the supervisor's process group; its exit code."""
+    """SIGTERM to the supervisor, which stops its tree in order (or SIGKILL to its whole process group: a crash);
+    its exit code."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        if kill:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.send_signal(signal.SIGTERM)
     except ProcessLookupError:
         pass
     try:

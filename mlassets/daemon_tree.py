@@ -4,8 +4,9 @@ ended with it whatever ends it.
 Every process of a tree carries ``MLASSETS_DAEMON_TOKEN`` (a new one per start) in its environment, and so does
 everything they start (code server, run workers, torchrun, training ranks): that is how the tree is found. The
 children hold the home lock (``daemon_lock``) and get ``PR_SET_PDEATHSIG``: when the supervisor dies, even by
-SIGKILL, the kernel signals them. One child, the reaper (``mlassets.reaper``), then ends every process of the
-tree (SIGTERM, then SIGKILL) before it exits and the lock is released. A new supervisor also ends whatever an
+SIGKILL, the kernel signals them. One child, the reaper (``mlassets.reaper``), then kills every process of the
+tree (SIGKILL, until none is left: a daemon given time to shut down could still dequeue and launch a run) before
+it exits and the lock is released. A new supervisor also ends whatever an
 earlier tree of the same home left (``end_leftovers``), so nothing of a killed daemon runs beside the next one.
 """
 
@@ -68,16 +69,16 @@ def tree_processes(home: str, token: str | None = None, exclude: tuple[int, ...]
     return found
 
 
-def end_processes(pids: list[int], grace_s: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL whatever is left after ``grace_s``."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def kill_tree(home: str, token: str | None, exclude: tuple[int, ...] = (), limit_s: float = 30.0) -> None:
+    """SIGKILL every process of the tree, again and again, until none is left (a process still starting one, e.g.
+    a code server launching a run worker, cannot outlive this)."""
+    deadline = time.monotonic() + limit_s
+    while (pids := [p for p in tree_processes(home, token, exclude) if not _zombie(p)]) \
+            and time.monotonic() < deadline:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
-        while pids and time.monotonic() < deadline:
-            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
-            time.sleep(0.1)
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
 
 
 def _zombie(pid: int) -> bool:
@@ -104,7 +105,7 @@ class Tree:
         leftovers = tree_processes(self.home, exclude=(os.getpid(),))
         if leftovers:  # an earlier tree's run workers or servers: nothing of it may run beside this one
             print(f"ending {len(leftovers)} process(es) an earlier daemon of {self.home} left", flush=True)
-            end_processes(leftovers, grace_s=5.0)
+            kill_tree(self.home, None, exclude=(os.getpid(),))
         self.spawn("reaper", [sys.executable, "-m", "mlassets.reaper", self.home, self.token],
                    death_signal=signal.SIGUSR1)
         return self
@@ -122,17 +123,20 @@ class Tree:
         return next(((n, p) for n, p in self.children.items() if p.poll() is not None), None)
 
     def close(self, grace_s: float = 20.0) -> None:
-        """End every process of the tree (children first, the reaper last), then release the lock."""
+        """End every process of the tree, then release the lock: first the Dagster daemon (so nothing is dequeued
+        or launched while the rest stops), then the other children, then whatever is left (run workers)."""
         reaper = self.children.pop("reaper", None)
-        for proc in self.children.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for proc in self.children.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        first = [p for n, p in self.children.items() if n == "Dagster daemon"]
+        for group in (first, [p for p in self.children.values() if p not in first]):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            for proc in group:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         keep = (os.getpid(), reaper.pid if reaper else 0)
-        end_processes(tree_processes(self.home, self.token, exclude=keep), grace_s=5.0)  # grandchildren too
+        kill_tree(self.home, self.token, exclude=keep)  # grandchildren too
         if reaper is not None:
             reaper.terminate()  # SIGTERM: the tree is gone, it just exits
         for proc in [*self.children.values(), *([reaper] if reaper else [])]:

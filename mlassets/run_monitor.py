@@ -165,4 +165,7 @@ def main(workspace_file: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    try:
+        main(sys.argv[1])
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the supervisor says what stopped
+        pass

@@ -26,17 +26,16 @@ import mlflow
 import pytest
 import yaml
 
-from mlassets import daemon, daemon_lock
+from mlassets import daemon
 from mlassets.cli import main
 from mlassets.core import tracking
 from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
-from mlassets.daemon_tree import tree_processes
 from mlassets.examples.sales import write_example
 from mlassets.instance import get_instance, prepare_home
 from mlassets.versions import data_versions
 from tests.daemon_wait import until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 DEADLINE_S = 420  # a limit for a slow machine, not an expectation: each wait returns as soon as it is met
 OPEN = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING,
         dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -124,6 +123,9 @@ def _once_each(instance: dg.DagsterInstance, cfg: PipelineConfig, versions: int)
 
 def test_one_daemon_per_home_and_a_killed_supervisor_leaves_nothing_running(
         home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from mlassets import daemon_lock
+    from mlassets.daemon_tree import tree_processes
+
     cfg = _config(tmp_path, monkeypatch, months=2, slow_loader_ms=150)
     instance, dagster_home, log = get_instance(), prepare_home(), tmp_path / "daemon.log"
     proc = _start(log)
@@ -182,34 +184,44 @@ def test_a_run_killed_with_its_daemon_is_failed_told_and_resumed(
     _once_each(instance, cfg, 2)
 
 
+def _kill_at_random_moments(instance: dg.DagsterInstance, cfg: PipelineConfig, rng: random.Random, tmp_path: Path,
+                            times: int) -> list[str]:
+    """Start the daemon ``times`` times, each time kill it (SIGKILL: the whole tree, or the supervisor alone) at a
+    random moment of an ingest, of a pipeline run, or of anything; one line per kill saying what was running."""
+    kills = []
+    for i in range(times):
+        log = tmp_path / f"daemon-{i}.log"  # each start's own: 'ready' is this start's
+        proc, whole = _start(log), rng.random() < 0.5
+        try:
+            until("the daemon ready", lambda: _ready(log), proc, log, DEADLINE_S)  # noqa: B023 - used at once
+            target = rng.choice(["sales_ingest", "sales_pipeline", "sales_pipeline", ""])  # "": any moment
+            deadline = time.monotonic() + 60  # a target whose work is all done is not waited for
+            while target and time.monotonic() < deadline and proc.poll() is None and not _settled(instance, cfg, 3) \
+                    and not _runs(instance, target, dg.DagsterRunStatus.STARTED):
+                time.sleep(0.2)
+            time.sleep(rng.uniform(0.0, 6.0))  # at a random moment of that run
+            busy = [f"{r.job_name} {r.status.value}" for r in instance.get_runs(dg.RunsFilter(statuses=OPEN))]
+            kills.append(f"{'tree' if whole else 'supervisor'}: {', '.join(busy) or 'idle'}")
+        finally:
+            if whole or len(kills) <= i:  # (after an error too: nothing may be left running)
+                daemon.stop(proc, kill=True)
+            else:
+                os.kill(proc.pid, signal.SIGKILL)  # its reaper ends the rest; the next start waits for the lock
+                proc.wait(timeout=30)
+    return kills
+
+
 def test_ten_kills_at_random_moments_then_every_landed_file_is_trained_once_in_order(
         home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlassets.daemon_tree import tree_processes
+
     cfg = _config(tmp_path, monkeypatch, months=3, slow_loader_ms=40)
     instance, dagster_home = get_instance(), prepare_home()
     seed = int(os.environ.get("MLASSETS_KILL_SEED", time.time()))
-    rng = random.Random(seed)
     print(f"kill loop seed {seed} (MLASSETS_KILL_SEED)")
     for month in cfg.dataset.partitions.keys[:3]:
         _drop(cfg, month)
-    kills = []
-    for i in range(10):
-        log = tmp_path / f"daemon-{i}.log"  # each start's own: 'ready' is this start's
-        proc = _start(log)
-        until("the daemon ready", lambda: _ready(log), proc, log, DEADLINE_S)  # noqa: B023 - used at once
-        target = rng.choice(["sales_ingest", "sales_pipeline", "sales_pipeline", ""])  # "": any moment
-        deadline = time.monotonic() + 60  # a target whose work is all done is not waited for longer
-        while target and time.monotonic() < deadline and proc.poll() is None \
-                and not _runs(instance, target, dg.DagsterRunStatus.STARTED):
-            time.sleep(0.2)
-        time.sleep(rng.uniform(0.0, 6.0))  # at a random moment of that run
-        busy = [f"{r.job_name} {r.status.value}" for r in instance.get_runs(dg.RunsFilter(statuses=OPEN))]
-        whole = rng.random() < 0.5
-        kills.append(f"{'tree' if whole else 'supervisor'}: {', '.join(busy) or 'idle'}")
-        if whole:
-            daemon.stop(proc, kill=True)
-        else:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+    kills = _kill_at_random_moments(instance, cfg, random.Random(seed), tmp_path, 10)
     print("kills:\n  " + "\n  ".join(kills))
     log = tmp_path / "daemon-final.log"
     proc = _start(log)
@@ -219,5 +231,6 @@ def test_ten_kills_at_random_moments_then_every_landed_file_is_trained_once_in_o
         daemon.stop(proc)
     assert not tree_processes(dagster_home)
     done = _once_each(instance, cfg, 3)
-    print(f"after 10 kills: {len(done)} versions trained once each; "
-          f"{len(instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE])))} runs failed and retried")
+    retried = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+    print(f"after {len(kills)} kills: {len(done)} versions trained once each, in order; {len(retried)} runs failed "
+          "and were retried")

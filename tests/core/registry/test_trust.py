@@ -15,7 +15,6 @@ import pytest
 from mlassets.cli import main
 from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
-from mlassets.core.registry.folder import model_root
 from mlassets.core.registry.promotion import PromotionError
 from mlassets.core.registry.warm import verified_bundle
 from mlassets.serving import ServingError, load_champion, load_version
@@ -25,6 +24,11 @@ from tests.core.registry.test_promotion import Registry, record
 
 pytestmark = pytest.mark.e2e
 reg = shared.reg
+
+
+def _model_root(bundle_dir: Path) -> Path:
+    """The logged model's folder (the one holding MLmodel) a bundle lies in."""
+    return next(p for p in bundle_dir.resolve().parents if (p / "MLmodel").is_file())
 
 
 def _rewrite_newest_row(reg: Registry, to_version: str) -> str:
@@ -77,7 +81,7 @@ def test_a_whole_model_folder_of_another_version_is_refused(reg: Registry, tmp_p
     for seed in (1, 2):
         uri, weights = _log_bundle(seed, tmp_path)
         names.append(str(registry.register(reg.name, uri, record(True, weights)).version))
-    roots = [model_root(registry.bundle_dir(registry.get_version(reg.name, v))) for v in names]
+    roots = [_model_root(registry.bundle_dir(registry.get_version(reg.name, v))) for v in names]
     assert mlflow.pyfunc.load_model(f"models:/{reg.name}/{names[0]}") is not None
     saved = tmp_path / "saved"
     shutil.copytree(roots[0], saved)
