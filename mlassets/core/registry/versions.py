@@ -34,20 +34,26 @@ def _client() -> mlflow.MlflowClient:
 def register(name: str, model_uri: str, record: RegistryRecord, *, description: str = "",
              links: dict[str, str] | None = None) -> ModelVersion:
     """A new version of ``name`` for the logged model, whose tags are ``record`` (and ``links``, e.g. the
-    Dagster run's URL, for people), described by ``description`` (see ``describe``). A logged model is registered
-    once: registering it again (a retried step) returns its version."""
+    Dagster run's URL, for people), described by ``description`` (see ``describe``)."""
     client = _client()
     try:
         client.get_registered_model(name)
     except MlflowException:
         client.create_registered_model(name, description="Registered by mlassets; tags hold each record.")
-    for existing in client.search_model_versions(f"name = '{name}'"):
-        if existing.source == model_uri:  # a registration step run again (a retried run): the same version
-            return existing
     model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None  # a LoggedModel
     # its id too: an MLflow server refuses a LoggedModel's URI as a version's source without it (sqlite does not)
     return client.create_model_version(name, model_uri, tags={**(links or {}), **record.to_tags()},
                                        model_id=model_id, description=description[:DESCRIPTION_MAX] or None)
+
+
+def registered_by(name: str, model_uri: str, tag: str, value: str) -> ModelVersion | None:
+    """The version of ``name`` registered from ``model_uri`` with tag ``tag`` = ``value``, if there is one (what a
+    registration step run again, in a retry of its run, finds instead of registering the model twice)."""
+    try:
+        found = _client().search_model_versions(f"name = '{name}'")
+    except MlflowException:
+        return None
+    return next((v for v in found if v.source == model_uri and v.tags.get(tag) == value), None)
 
 
 def describe(record: RegistryRecord, version_name: str, dagster_run_url: str = "") -> str:
