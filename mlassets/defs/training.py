@@ -23,7 +23,6 @@ from mlassets.core.registry.promote import trusted_live_version
 from mlassets.core.registry.warm import verified_bundle
 from mlassets.core.train import metrics as run_log
 from mlassets.core.train import mlflow_model
-from mlassets.core.train.budget import REFUSED, read_refusal
 from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
 from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
 from mlassets.core.train.process import read_result
@@ -93,6 +92,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     )
     def training(context: dg.AssetExecutionContext, features: FeatureSet) -> Iterator[dg.Output]:
         """Train (resuming a failed attempt of this run), log to MLflow, commit final and best checkpoints."""
+        from mlassets.core.train.budget import REFUSED, read_refusal
+
         version = check_data_version(features.data_version)
         run_key = (context.run.root_run_id or context.run_id)[:8]  # a re-execution resumes its root's run
         out_dir = paths.work_dir(cfg.dataset.name, "train", version[:16], run_key)

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlassets.core.config import TrainingConfig
-from mlassets.core.train import distributed as dd
+
+if TYPE_CHECKING:
+    from mlassets.core.train.distributed import DistEnv
 
 PROBE_STEPS = 5  # steps measured before deciding (the first one, with its warm-up, is left out)
 REFUSED = "refused.json"
@@ -58,7 +61,7 @@ class BudgetProbe:
     """Measures the first steps of an attempt, then decides once (rank 0, broadcast): ``BudgetExceeded`` on every
     rank when the run is over its budget. Forced runs are never measured."""
 
-    def __init__(self, tr: TrainingConfig, total_steps: int, out_dir: Path, env: dd.DistEnv, force: bool) -> None:
+    def __init__(self, tr: TrainingConfig, total_steps: int, out_dir: Path, env: DistEnv, force: bool) -> None:
         self.tr, self.total_steps, self.out_dir, self.env = tr, total_steps, out_dir, env
         self.times: list[float] | None = None if force or tr.budget_hours <= 0 else []
 
@@ -68,9 +71,11 @@ class BudgetProbe:
         self.times.append(seconds)
         if len(self.times) < PROBE_STEPS and done_steps < self.total_steps:
             return
+        from mlassets.core.train.distributed import broadcast_int  # torch: the training process has it loaded
+
         refusal = over_budget(self.tr, self.total_steps, done_steps, self.times) if self.env.is_main else None
         self.times = None
-        if dd.broadcast_int(int(refusal is not None), self.env):
+        if broadcast_int(int(refusal is not None), self.env):
             if refusal is not None:
                 record_refusal(self.out_dir, refusal)
             raise BudgetExceeded(refusal or "the run is over its budget (rank 0 says why)")
