@@ -39,16 +39,25 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     from mlassets.core.data.store import open_store
+    from mlassets.prune import fail_dead_ingests
 
     if args.older_than < 0:
         raise ConfigError(f"--older-than: {args.older_than} is negative")
     store = open_store(args.backend)
     args.backend = store.backend
     repos = args.repo or store.list_repos()
+    removed = 0
     for repo in repos:
         for name in store.prune_transactions(repo, args.older_than):
             print(f"{repo}: removed {name}")
-    print(f"pruned transactions older than {args.older_than:g} s in {len(repos)} repositories ({args.backend})")
+            removed += 1
+    files, size = store.prune_objects(args.older_than)
+    if files:
+        print(f"removed {files} stored objects no commit refers to ({size / 1e6:.2f} MB)")
+    for line in fail_dead_ingests():
+        print(line)
+    print(f"pruned transactions older than {args.older_than:g} s in {len(repos)} repositories ({args.backend}): "
+          f"{removed} removed, {files} objects")
     return 0
 
 
@@ -67,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     daemon.add_argument("--config", action="append", default=[],
                         help="a dataset config to watch (a shipped name or a YAML file; repeatable)")
     daemon.set_defaults(func=cmd_daemon)
-    prune = sub.add_parser("prune-transactions", help="remove what killed writers left behind (lakeFS branches)")
+    prune = sub.add_parser("prune-transactions", help="remove what killed writers left (commits and objects no branch "
+                                                      "reaches, lakeFS branches) and fail runs of dead ingests")
     prune.add_argument("--backend", default="", choices=["", "local", "lakefs"],
                        help="the store (default $MLASSETS_STORE, else local; lakefs: settings from LAKECTL_*)")
     prune.add_argument("--older-than", type=float, default=3600.0,

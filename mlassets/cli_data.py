@@ -67,7 +67,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             raise ConfigError(f"--broken-month: {args.broken_month!r} is not one of the demo months {months}")
         broken[args.broken_month] = (args.broken_slice, args.broken_shift)
     start = time.perf_counter()
-    rows = run_demo(get_instance(), cfg, months, broken)
+    rows = run_demo(get_instance(), cfg, months, broken, force=args.force)
     print()
     _print_rows(cfg, rows)
     print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
@@ -111,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     found = [v for v in known if v.version == wanted or (len(wanted) >= 8 and v.version.startswith(wanted))]
     if len(found) != 1:
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}")
-    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version)
+    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, force=args.force)
     _print_rows(cfg, [row])
     return _failed([row])
 
@@ -160,6 +160,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                       help=f"month with a broken data day ('' for none; flights: {DEMO_BROKEN_MONTH})")
     demo.add_argument("--broken-slice", default="carrier=MQ", help="whose labels are corrupted")
     demo.add_argument("--broken-shift", type=float, default=60.0, help="minutes added to those labels")
+    demo.add_argument("--force", action="store_true", help="train even over training.budget_hours")
     demo.set_defaults(func=cmd_demo)
     ingest = sub.add_parser("ingest", help="one partition into the versioned store: a new data version, or why not")
     ingest.add_argument("--config", default="flights", help=config_help)
@@ -170,6 +171,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="the pipeline for one data version (same table as the demo)")
     run.add_argument("--config", default="flights", help=config_help)
     run.add_argument("--version", default="latest", help="a data version id (or its first 8+ characters), or latest")
+    run.add_argument("--force", action="store_true",
+                     help="train even when the run's expected cost (steps x measured step time) is over "
+                          "training.budget_hours")
     run.set_defaults(func=cmd_run)
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)

@@ -74,10 +74,13 @@ def _findings(name: str, log: PromotionLog) -> tuple[str, list[str], bool]:
 
     entries = log.entries(name)
     state = projection.inspect(name, log)
-    if state.problems:
+    if state.problems:  # promote, rollback, serving and warm starts refuse it: say what does repair it
         chain = "hash chain BROKEN: " + "; ".join(state.problems)
-    else:
-        chain = f"hash chain intact ({len(entries)} rows, head {entries[-1].hash[:12]})" if entries else ""
+        errors = [f"error: {projection.repair_hint(name, log)}; until then promote, rollback, serving and warm "
+                  "starts refuse this model's log"]
+        errors += [f"error: {d} (repaired from the log once the log is restored)" for d in state.drift]
+        return chain, errors, False
+    chain = f"hash chain intact ({len(entries)} rows, head {entries[-1].hash[:12]})" if entries else ""
     errors = [f"error: {d} (the log is the truth; the next promote or rollback repairs it)" for d in state.drift]
     return chain, errors, state.consistent
 

@@ -61,15 +61,17 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
     )
 
 
-def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str) -> VersionRow:
-    """Run the pipeline for one data version; its row of the demo table."""
+def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str,
+         force: bool = False) -> VersionRow:
+    """Run the pipeline for one data version; its row of the demo table (``force``: over the run budget too)."""
     start = time.perf_counter()
-    run = run_pipeline(instance, cfg, version)
+    run = run_pipeline(instance, cfg, version, force)
     return version_row(cfg, partition, version, run, time.perf_counter() - start)
 
 
 def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
-             broken: dict[str, tuple[str, float]], progress: Callable[[str], None] = print) -> list[VersionRow]:
+             broken: dict[str, tuple[str, float]], progress: Callable[[str], None] = print,
+             force: bool = False) -> list[VersionRow]:
     rows = []
     for i, month in enumerate(months, 1):
         corrupt, shift = broken.get(month, ("", 0.0))
@@ -89,7 +91,7 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
             continue
         version = ingested.data_version
         progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
-        row = play(instance, cfg, month, version)
+        row = play(instance, cfg, month, version, force)
         champion = "none" if row.champion_version in ("", "none") else f"v{row.champion_version}"
         progress(f"      {row.decision}; champion {champion} ({row.seconds:.1f} s)")
         rows.append(row)

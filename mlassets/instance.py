@@ -18,6 +18,9 @@ telemetry:
   enabled: false
 nux:
   enabled: false  # no "join the community" pop-up over the first page
+run_launcher:  # Dagster's default launcher that launches a run, and a run key, once (two daemons or not)
+  module: mlassets.launcher
+  class: OnceRunLauncher
 run_coordinator:  # the daemon's queue; looked at every second (a new run starts that much sooner)
   module: dagster._core.run_coordinator
   class: QueuedRunCoordinator

@@ -16,17 +16,20 @@ import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
 
+from mlassets.code_server import LOCATION
 from mlassets.core import paths
 from mlassets.core.config import CONFIGS_ENV, ConfigError, PipelineConfig, config_paths, load_config, save_config
 from mlassets.core.data.ingest import Ingested
 from mlassets.core.data.raw import check_partition_key
 from mlassets.core.records import Record, RecordFiles
 from mlassets.defs.factory import ingest_job_name, pipeline_job_name
+from mlassets.defs.jobs import FORCE_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
+from mlassets.run_liveness import process_tags
 
-LOCATION, REPOSITORY = "mlassets", "__repository__"  # workspace.yaml's code location, and its one repository
+REPOSITORY = "__repository__"  # the code location's one repository (the location: ``code_server.LOCATION``)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
 
 
@@ -92,7 +95,8 @@ def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_con
     ReconstructableJob.get_definition.cache_clear()
     ReconstructableJob.get_repository_definition.cache_clear()
     recon = ReconstructableRepository.for_module("mlassets.definitions", "defs").get_reconstructable_job(job_name)
-    run_tags = {"dagster/partition": partition, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}", **(tags or {})}
+    run_tags = {"dagster/partition": partition, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}", **process_tags(),
+                **(tags or {})}  # the process tags: a killed command's run is found and marked failed
     with dg.execute_job(recon, instance, run_config={**QUIET, **(run_config or {})}, tags=run_tags,
                         raise_on_error=False) as result:
         return Run(result.run_id, result.success, {e.asset_key for e in result.get_asset_materialization_events()},
@@ -116,7 +120,9 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
     return ingested
 
 
-def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str) -> Run:
-    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``)."""
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str, force: bool = False) -> Run:
+    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``);
+    ``force``: train even when the run's expected cost is over ``training.budget_hours``."""
     register(cfg)
-    return execute(instance, pipeline_job_name(cfg), version, tags=version_run_tags(cfg, version))
+    tags = {**version_run_tags(cfg, version), **({FORCE_TAG: "budget"} if force else {})}
+    return execute(instance, pipeline_job_name(cfg), version, tags=tags)

@@ -1,5 +1,7 @@
 """Serving handoff: the champion is loaded only when its record holds a passing gate result, or when the
-promotion log holds a forced promotion of it with a reason.
+promotion log holds a forced promotion of it with a reason. The log's hash chain and its anchor in MLflow are
+checked before any row is trusted (a damaged log is refused with the sentence ``mlassets history`` prints), and
+the model folder is checked against the registered version (its run, logged model and weights).
 
     from mlassets.serving import load_champion
     model = load_champion("flights_arr_delay")   # ServingError, naming the model and version, otherwise
@@ -26,7 +28,7 @@ from mlassets.core.features.store import BRANCH
 from mlassets.core.records import Record
 from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
-from mlassets.core.registry.promotion import PromotionLog
+from mlassets.core.registry.promotion import PromotionError, PromotionLog
 from mlassets.core.train.artifact import ModelBundle
 from mlassets.core.train.outputs import served
 from mlassets.core.train.splits import class_label
@@ -79,8 +81,8 @@ def load_version(name: str, version: str | int, tracking_uri: str | None = None,
         registry.check_model(name)
         record = registry.get_version(name, version)
         basis = promote.serving_basis(record, log)
-        bundle = registry.load_version_bundle(record)  # its weights are checked against the record
-    except registry.RegistryError as exc:
+        bundle = registry.load_version_bundle(record)  # its folder and weights are checked against the record
+    except (registry.RegistryError, PromotionError) as exc:
         raise ServingError(str(exc)) from None
     return ServedModel(name, str(record.version), basis, bundle, dict(record.tags))
 
@@ -92,7 +94,10 @@ def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog 
         registry.check_model(name)
     except registry.RegistryError as exc:
         raise ServingError(str(exc)) from None
-    live = promote.live_version(name, log)
+    try:  # the log's chain and its anchor in MLflow first: a rewritten row is never served
+        live = promote.trusted_live_version(name, log)
+    except PromotionError as exc:
+        raise ServingError(str(exc)) from None
     if live is None:
         alias = registry.alias_version(name, registry.CHAMPION)
         outside = f" (its champion alias points at v{alias.version}, set outside the promotion log)" if alias else ""

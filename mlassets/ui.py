@@ -1,8 +1,10 @@
-"""``mlassets ui``: the Dagster webserver (with its daemon), the MLflow UI and the Streamlit diagnosis dashboard
-over the embedded stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it).
+"""``mlassets ui``: the Dagster webserver, the MLflow UI and the Streamlit diagnosis dashboard over the embedded
+stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it), beside the daemon's tree: the
+home's lock, its one code server (which the webserver reaches through the same workspace), the Dagster daemon
+and the run monitor (``mlassets.daemon``). A second ``mlassets ui`` or ``mlassets daemon`` on the home is refused.
 
-It fails fast, before starting anything, when a port is taken; says when each UI answers; and stops all of
-them, with a non-zero exit, when one of them dies.
+It fails fast, before starting anything, when a port is taken or the home has a daemon; says when each UI
+answers; and stops all of them, with a non-zero exit, when one of them dies.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -34,12 +35,6 @@ class Server:
     command: list[str]
     url: str
     health: str  # a path that answers 200 once the server is up
-
-
-def _default_signals() -> None:
-    # A background job of a non-interactive shell inherits SIGINT/SIGTERM ignored; dagster dev would too.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def port_free(host: str, port: int) -> bool:
@@ -67,14 +62,15 @@ def dashboard_command(host: str, port: int) -> list[str]:
             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
 
 
-def servers(host: str, port: int, mlflow_port: int) -> list[Server]:
-    """What ``mlassets ui`` starts; ``PortTaken`` names a port of Dagster or MLflow that is in use."""
+def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.yaml") -> list[Server]:
+    """What ``mlassets ui`` starts beside the daemon's tree; ``PortTaken`` names a port of Dagster or MLflow that is
+    in use. The webserver loads ``workspace`` (the home's code server)."""
     for what, wanted in (("--port", port), ("--mlflow-port", mlflow_port)):
         if wanted and not port_free(host, wanted):
             raise PortTaken(f"{host}:{wanted} is already in use ({what} {wanted}); stop what holds it or choose "
                             f"another with {what}")
     bin_dir = os.path.dirname(sys.executable)
-    out = [Server("Dagster UI", [os.path.join(bin_dir, "dagster"), "dev", "-m", "mlassets.definitions", "-h", host,
+    out = [Server("Dagster UI", [os.path.join(bin_dir, "dagster-webserver"), "-w", workspace, "-h", host,
                                  "-p", str(port)], f"http://{host}:{port}", "/server_info")]
     if mlflow_port:
         out.append(Server("MLflow UI", [os.path.join(bin_dir, "mlflow"), "server", "--backend-store-uri",
@@ -96,18 +92,6 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + 20
-    for proc in procs:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def _training_runs_link(host: str, mlflow_port: int) -> str:
     """The experiment's training runs in the MLflow UI this starts (its bare address opens MLflow's GenAI view)."""
     if not mlflow_port or settings.production():
@@ -118,30 +102,46 @@ def _training_runs_link(host: str, mlflow_port: int) -> str:
 
 def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) -> int:
     """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died."""
+    from mlassets.daemon import start_services
+    from mlassets.daemon_lock import DaemonRunning
+    from mlassets.daemon_tree import Tree
+
+    home = prepare_home()
     try:
-        planned = servers(host, port, mlflow_port)
+        planned = servers(host, port, mlflow_port, str(Path(home) / "workspace.yaml"))
     except PortTaken as exc:
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
     get_instance().dispose()  # the home and its dagster.yaml exist, and the `gpu` pool has its size
     runs_link = _training_runs_link(host, mlflow_port)
-    env = {**os.environ, "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home())}
-    env.setdefault("DAGSTER_WEBSERVER_URL", f"http://{host}:{port}")  # the links between the UIs
-    env.setdefault("MLASSETS_MLFLOW_URL", f"http://{host}:{mlflow_port}")
-    procs = [subprocess.Popen(s.command, env=env, preexec_fn=_default_signals) for s in planned]
-    print("starting " + ", ".join(f"{s.name} on {s.url}" for s in planned), flush=True)
+    links = {"DAGSTER_WEBSERVER_URL": f"http://{host}:{port}", "MLASSETS_MLFLOW_URL": f"http://{host}:{mlflow_port}"}
+    links = {k: v for k, v in links.items() if not os.environ.get(k)}  # the links between the UIs, in every process
+    env = {**os.environ, **links, "DAGSTER_HOME": home, "MLASSETS_HOME": str(paths.home())}
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    waiting, started, code = dict(zip(planned, procs, strict=True)), time.monotonic(), 0
+    tree = Tree(home, "mlassets ui")
     try:
+        tree.open()
+    except DaemonRunning as exc:
+        print(f"mlassets ui: error: {exc}", file=sys.stderr)
+        return 2
+    code = 0
+    try:
+        _, reloader = start_services(tree, home, links)
+        procs = [tree.spawn(s.name, s.command, env) for s in planned]
+        print("starting " + ", ".join(f"{s.name} on {s.url}" for s in planned), flush=True)
+        waiting, started = dict(zip(planned, procs, strict=True)), time.monotonic()
         while not stop["now"]:
-            dead = [(s, p) for s, p in zip(planned, procs, strict=True) if p.poll() is not None]
+            dead = tree.dead_child()
             if dead:
-                server, proc = dead[0]
-                print(f"mlassets ui: error: {server.name} stopped (exit code {proc.returncode}); stopping the "
+                print(f"mlassets ui: error: {dead[0]} stopped (exit code {dead[1].returncode}); stopping the "
                       "others", file=sys.stderr)
                 code = 1
                 break
+            try:
+                reloader.check()
+            except Exception as exc:  # noqa: BLE001 - a config that does not load: said; the old definitions stay
+                print(f"mlassets ui: the code server could not reload: {exc}", file=sys.stderr)
             for server in [s for s in waiting if _answers(s.url + s.health)]:
                 waiting.pop(server)
                 print(f"{server.name} ready: {server.url} ({time.monotonic() - started:.0f} s)", flush=True)
@@ -155,6 +155,9 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
+    except RuntimeError as exc:  # the code server did not come up
+        print(f"mlassets ui: error: {exc}", file=sys.stderr)
+        code = 1
     finally:
-        _stop(procs)
+        tree.close()
     return code

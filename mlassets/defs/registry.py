@@ -24,6 +24,8 @@ from mlassets.defs.lookup import (
 )
 from mlassets.defs.partitions import blocking_check, data_versions
 
+ROOT_RUN_TAG = "mlassets.dagster_root_run"  # the run (and its retries) that registered a version: registered once
+
 
 def rejection(name: str, version: str, label: str, gate: GateResult, live: str | None) -> str:
     """Why a version may not become champion, reasons first: what a failed run and its check say."""
@@ -66,9 +68,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         record = RegistryRecord.of(candidate.provenance, context.run_id, gate)
         names = version_metadata(context.resources.store.open(), cfg, record.data_commit)
         label, url = str(names["data_version_name"]), run_url(context.run_id)
-        version = versions.register(name, candidate.model_uri, record,
-                                    description=versions.describe(record, label, url),
-                                    links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label})
+        root = context.run.root_run_id or context.run_id  # a retry of the run finds the version it registered
+        version = versions.registered_by(name, candidate.model_uri, ROOT_RUN_TAG, root) or versions.register(
+            name, candidate.model_uri, record, description=versions.describe(record, label, url),
+            links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label, ROOT_RUN_TAG: root})
         if gate.passed:
             versions.set_alias(name, versions.CHALLENGER, version.version)
         mlflow.set_tag("registered_version", version.version)

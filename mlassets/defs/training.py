@@ -17,7 +17,7 @@ from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
-from mlassets.defs.jobs import RETRAIN_TAG
+from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
 from mlassets.defs.ops import dashboard_url
@@ -54,13 +54,13 @@ def _candidate_metadata(candidate: Candidate) -> dict[str, object]:
 def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> str:
     """The champion's version when the run asks for a warm start (``mlassets/retrain: warm_start``), else ''."""
     from mlassets.core.automation.policy import WARM_START
-    from mlassets.core.registry.promote import live_version
+    from mlassets.core.registry.promote import trusted_live_version
     from mlassets.core.registry.warm import warm_start_refusal
 
     if context.run.tags.get(RETRAIN_TAG) != WARM_START:
         return ""
     name = cfg.model.registered_name
-    live = live_version(name)
+    live = trusted_live_version(name)  # PromotionError (the step fails) for a damaged log
     if not live:
         context.log.info("warm start asked, but there is no champion: training from scratch")
         return ""
@@ -99,6 +99,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core.registry.warm import verified_bundle
         from mlassets.core.train import metrics as run_log
         from mlassets.core.train import mlflow_model
+        from mlassets.core.train.budget import REFUSED, read_refusal
         from mlassets.core.train.entry import read_result
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
         from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
@@ -111,12 +112,20 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         warm_from = _warm_start_from(context, cfg)
         init_bundle = verified_bundle(cfg.model.registered_name, warm_from) if warm_from else ""
         run_cfg = tuned_config(cfg, keys.tuned_hparams.path)  # the newest tuned values unless the config pins them
-        job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from)
+        job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from,
+                               force_budget=context.run.tags.get(FORCE_TAG) == "budget")
+        (out_dir / REFUSED).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
-        context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
-                                    extras=extras)
+        try:
+            context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
+                                        extras=extras)
+        except Exception:
+            refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
+            if refusal:
+                raise dg.Failure(description=refusal, allow_retries=False) from None
+            raise
         result = read_result(out_dir)
         run_log.replay(out_dir, run_id)  # metrics of a run too short for rank 0 to have logged them
         tracking.log_training(run_cfg.to_dict(), result.val_metric_name, result.val_metric, result.train_seconds)

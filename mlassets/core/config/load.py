@@ -1,4 +1,5 @@
-"""Reading a pipeline config: YAML (``yaml.safe_load``) into the typed sections, then every rule.
+"""Reading a pipeline config: YAML (a safe load within limits, ``yaml_limits``) into the typed sections, then
+every rule, then the resources it asks for against the machine (``resources``).
 
 Every error names the offending key path (``training.epochs``) and the value that was given.
 """
@@ -16,8 +17,10 @@ from mlassets.core import paths
 from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.automation import tuned_params
 from mlassets.core.config.model import plugin_kind
+from mlassets.core.config.resources import check_resources
 from mlassets.core.config.rules import check
 from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.yaml_limits import check_size, load_yaml
 
 
 def parse_config(data: Any) -> PipelineConfig:
@@ -30,16 +33,17 @@ def parse_config(data: Any) -> PipelineConfig:
 
 
 def load_config(path: str | Path) -> PipelineConfig:
-    """Load and validate a pipeline config from a YAML file (``yaml.safe_load``)."""
+    """Load and validate a pipeline config from a YAML file (a safe load, size and aliases bounded, no key
+    twice), then check its ranks against the machine that trains (``check_resources``)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
+    check_size(path.stat().st_size, str(path))  # before reading: a 50 MB file is refused unread
+    data = load_yaml(path.read_text(), str(path))
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    try:
-        return _with_paths_from(parse_config(data), path.resolve().parent)
+        cfg = _with_paths_from(parse_config(data), path.resolve().parent)
+        check_resources(cfg)
+        return cfg
     except ConfigError as exc:
         raise ConfigError(f"{path.name}: {exc}") from None
 

@@ -182,6 +182,7 @@ def _model_and_training(cfg: PipelineConfig) -> None:
     _at_least({"training.checkpoint_every_steps": tr.checkpoint_every_steps,
                "training.checkpoint_every_minutes": tr.checkpoint_every_minutes,
                "training.telemetry_every_steps": tr.telemetry_every_steps, "training.retries": tr.retries,
+               "training.budget_hours": tr.budget_hours,
                "training.weight_decay": tr.weight_decay}, 0)
     if tr.lr <= 0:
         raise ConfigError(f"training.lr: must be > 0, got {tr.lr!r}")

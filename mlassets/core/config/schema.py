@@ -170,6 +170,7 @@ class TrainingConfig:
     loader: Literal["memory", "stream"] = "memory"  # stream: splits read a window of row groups at a time
     stream_window_rows: int = 262_144  # stream: rows shuffled together (the loader's memory bound)
     retries: int = 1  # Dagster retries of the training step; each attempt resumes from the newest checkpoint
+    budget_hours: float = 24.0  # a run expected (steps x measured step time) to take longer stops early; 0: none
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mlassets import settings
 from mlassets.core.registry.peek import ModelView, read_model
-from mlassets.core.registry.promotion import Entry, PromotionLog
+from mlassets.core.registry.promotion import Entry, PromotionError, PromotionLog
 from mlassets.core.registry.versions import CHAMPION, _client, alias_version, set_alias
 
 ANCHOR_TAG = "mlassets.promotion_log_head"
@@ -42,6 +43,11 @@ class LogState:
 def _anchor(model: ModelView | None) -> tuple[int, str] | None:
     seq, _, digest = (model.tags.get(ANCHOR_TAG, "") if model else "").partition(":")
     return (int(seq), digest) if seq.isdigit() and digest else None
+
+
+def anchored(name: str) -> bool:
+    """Whether ``name``'s promotions are logged by mlassets (its anchor tag exists in MLflow)."""
+    return _anchor(read_model(name)) is not None
 
 
 def inspect(name: str, log: PromotionLog) -> LogState:
@@ -74,6 +80,25 @@ def inspect(name: str, log: PromotionLog) -> LogState:
     if state.alias != state.live:
         state.drift.append(f"the champion alias of {name!r} points at {_v(state.alias)} but the promotion log "
                            f"says {_v(state.live)} is live")
+    return state
+
+
+def repair_hint(name: str, log: PromotionLog) -> str:
+    """What repairs a damaged log: nothing automatic (the rows it lost or that were changed are not kept
+    anywhere else); a person restores it."""
+    return (f"nothing automatic repairs a damaged promotion log: restore {settings.mask_url(log.url)} from a "
+            "backup taken before the damaged row, or, if the log is right and only MLflow's tag "
+            f"{ANCHOR_TAG} of {name!r} was changed, set that tag back to the log's head (seq:hash); then run "
+            "`mlassets history` again")
+
+
+def refuse_if_damaged(name: str, log: PromotionLog, state: LogState | None = None) -> LogState:
+    """``PromotionError`` naming the first problem (the sentence ``history`` prints) when the chain or the
+    anchor of ``name``'s log is broken; otherwise the state. Every reader that trusts a row calls this first."""
+    state = state or inspect(name, log)
+    if state.problems:
+        raise PromotionError(f"{state.problems[0]}; refusing to act on a damaged log (nothing changed). "
+                             f"{repair_hint(name, log).capitalize()}")
     return state
 
 

@@ -31,7 +31,9 @@ def serving_basis(record: ModelVersion, log: PromotionLog | None = None) -> str:
     """Why ``record`` may be served: its passing gate, or a forced promotion with a reason; else raise."""
     if gate_passed(record):
         return "gate passed"
-    forced = (log or PromotionLog()).forced_reason(record.name, str(record.version))
+    log = log or PromotionLog()
+    projection.refuse_if_damaged(record.name, log)  # a forced row is trusted only in an intact log
+    forced = log.forced_reason(record.name, str(record.version))
     if forced:
         return f"forced promotion: {forced}"
     summary = record.tags.get("gate_summary") or "no gate result recorded"
@@ -51,13 +53,19 @@ def live_version(name: str, log: PromotionLog | None = None) -> str | None:
     return live.to_version if live else None
 
 
+def trusted_live_version(name: str, log: PromotionLog | None = None) -> str | None:
+    """``live_version`` for a reader that acts on it (serving, a warm start): the log's chain and its anchor in
+    MLflow are checked first, and a damaged log is refused (``PromotionError``, the sentence ``history``
+    prints)."""
+    log = log or PromotionLog()
+    return projection.refuse_if_damaged(name, log).live
+
+
 def sync(name: str, log: PromotionLog | None = None) -> list[str]:
     """Refuse a tampered log (``PromotionError``); repair an alias or anchor left behind by an interrupted
     promotion, from the log. Returns one sentence per repair (empty when everything agreed)."""
     log = log or PromotionLog()
-    state = projection.inspect(name, log)
-    if state.problems:
-        raise PromotionError(f"{state.problems[0]}; refusing to act on a damaged log (nothing changed)")
+    state = projection.refuse_if_damaged(name, log)
     return projection.repair(name, log, state)  # the caller says so (CLI: stderr; asset: the run's log)
 
 

@@ -12,12 +12,11 @@ from mlassets.core.records import RecordError
 from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
 
 if TYPE_CHECKING:
-    from mlassets.core.train.artifact import ModelBundle
-
-if TYPE_CHECKING:
     import mlflow
     import pandas as pd
     from mlflow.entities.model_registry import ModelVersion
+
+    from mlassets.core.train.artifact import ModelBundle
 
 CHAMPION = "champion"
 CHALLENGER = "challenger"
@@ -49,6 +48,18 @@ def register(name: str, model_uri: str, record: RegistryRecord, *, description: 
     # its id too: an MLflow server refuses a LoggedModel's URI as a version's source without it (sqlite does not)
     return client.create_model_version(name, model_uri, tags={**(links or {}), **record.to_tags()},
                                        model_id=model_id, description=description[:DESCRIPTION_MAX] or None)
+
+
+def registered_by(name: str, model_uri: str, tag: str, value: str) -> ModelVersion | None:
+    """The version of ``name`` registered from ``model_uri`` with tag ``tag`` = ``value``, if there is one (what a
+    registration step run again, in a retry of its run, finds instead of registering the model twice)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        found = _client().search_model_versions(f"name = '{name}'")
+    except MlflowException:
+        return None
+    return next((v for v in found if v.source == model_uri and v.tags.get(tag) == value), None)
 
 
 def describe(record: RegistryRecord, version_name: str, dagster_run_url: str = "") -> str:
@@ -129,14 +140,22 @@ def bundle_dir(version: ModelVersion) -> Path:
     return bundle_path(version.source)
 
 
-def load_version_bundle(version: ModelVersion) -> ModelBundle:
-    """The version's bundle, refused unless its weights are the ones its registry record names."""
-    from mlassets.core.train.artifact import check_weights, load_bundle
+def verified_bundle_dir(version: ModelVersion) -> Path:
+    """The version's bundle folder, refused (``RegistryError``) unless the logged model it lies in is the version's
+    (its run and logged model) and its weights are the ones its registry record names."""
+    from mlassets.core.registry.folder import check_folder, model_root
 
     directory = bundle_dir(version)
+    record_of(version)  # an incomplete record is refused by name
     try:
-        check_weights(directory, record_of(version).weights_sha256,
-                      f"the registry record of {version.name!r} version {version.version}")
+        check_folder(model_root(directory), version, directory)
     except ValueError as exc:
         raise RegistryError(str(exc)) from None
-    return load_bundle(directory)
+    return directory
+
+
+def load_version_bundle(version: ModelVersion) -> ModelBundle:
+    """The version's bundle, refused unless its folder and weights are the ones the registry records."""
+    from mlassets.core.train.artifact import load_bundle
+
+    return load_bundle(verified_bundle_dir(version))

@@ -19,6 +19,7 @@ class TrainJob:
     data_version: str
     init_bundle: str = ""  # a warm start: the model bundle (folder) whose weights the network begins from
     warm_start_from: str = ""  # ... and which registered version that is, as recorded ("" for a full retrain)
+    force_budget: bool = False  # run even when its expected cost is over training.budget_hours (``--force``)
 
     @classmethod
     def from_json(cls, path: str | Path) -> TrainJob:

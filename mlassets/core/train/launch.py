@@ -19,7 +19,8 @@ from mlassets.core.train.result import CheckpointSet, Provenance, TrainingResult
 
 
 def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, out_dir: Path,
-                config: dict[str, Any] | None = None, init_bundle: str = "", warm_start_from: str = "") -> Path:
+                config: dict[str, Any] | None = None, init_bundle: str = "", warm_start_from: str = "",
+                force_budget: bool = False) -> Path:
     """Export the train and validation splits next to a job file; return the job file's path.
 
     ``config``: the config as recorded (a rebuild), when it should be handed on exactly as it was stored.
@@ -34,6 +35,7 @@ def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, o
         data_version=data_version,
         init_bundle=init_bundle,
         warm_start_from=warm_start_from,
+        force_budget=force_budget,
     )
     path = out_dir / "job.json"
     job.to_json(path)

@@ -16,6 +16,7 @@ import torch
 from mlassets.core.config import PipelineConfig
 from mlassets.core.train import distributed as dd
 from mlassets.core.train.artifact import load_bundle
+from mlassets.core.train.budget import BudgetProbe
 from mlassets.core.train.checkpoint import PREFIX, Checkpointer, best_checkpoint, list_checkpoints, step_dirs
 from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import Faults
@@ -41,7 +42,7 @@ class Trainer:
 
     def __init__(self, cfg: PipelineConfig, data: TabularData | StreamData, env: dd.DistEnv, out_dir: Path,
                  log: Callable[[str], None], sink: MetricsSink, data_version: str, attempt: int,
-                 init_bundle: str = "") -> None:
+                 init_bundle: str = "", force_budget: bool = False) -> None:
         tr = self.tr = cfg.training
         self.cfg, self.data, self.env, self.log, self.sink = cfg, data, env, log, sink
         self.task = cfg.dataset.task
@@ -76,6 +77,7 @@ class Trainer:
         self._loss = torch.zeros((), dtype=torch.float64, device=env.device)
         self._last_save = time.monotonic()
         self.loop_seconds = self.validation_seconds = 0.0
+        self.budget = BudgetProbe(tr, self.total_steps, out_dir, env, force_budget)
 
     def _warm_start(self, bundle_dir: str) -> None:
         state, kept = self.family.warm_start(load_bundle(bundle_dir), self.data.pre, self.module)
@@ -155,6 +157,7 @@ class Trainer:
         parts = (t1 - t0, compute, sync, t4 - t3 - gpu_wait, (t3 - t2) + (t5 - t4) + gpu_wait)
         self.steps.add(epoch, progress.step, parts, t5 - t0, len(y), gpu_sample(env.device))
         self.loop_seconds += t5 - t0
+        self.budget.step(t5 - t0, progress.step)
         if self.profiler is not None:
             self.profiler.step()
         if self.tr.telemetry_every_steps > 0 and progress.step % self.tr.telemetry_every_steps == 0:

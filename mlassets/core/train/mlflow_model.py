@@ -1,5 +1,5 @@
-"""A model bundle as an MLflow model: logged from code (``pyfunc_model.py``) with its signature, and found again;
-and, for a family that has one, the bare model with MLflow's own flavor beside it (``log_native``)."""
+"""A model bundle as an MLflow model: logged from code (``registry/pyfunc_model.py``) with its signature, and found
+again; and, for a family that has one, the bare model with MLflow's own flavor beside it (``log_native``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from mlassets.core.train.artifact import BUNDLE, ModelBundle, load_bundle
 from mlassets.core.train.family import family_of
 from mlassets.core.train.outputs import served
 
-PYFUNC_CODE = Path(__file__).with_name("pyfunc_model.py")
+# The loader MLflow copies into every model: it checks the folder against the registry, so it lives there (a path,
+# not an import: training never imports the registry).
+PYFUNC_CODE = Path(__file__).parents[1] / "registry" / "pyfunc_model.py"
 NATIVE_NAME = "native_model"  # the flavor model's name in the run, beside the bundle's ``model``
 
 

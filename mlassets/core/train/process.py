@@ -109,7 +109,7 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
         attempt = dd.broadcast_int(next_attempt(out_dir) if env.is_main else 0, env)
         with dd.deterministic(tr.seed, tr.threads, env.device):
             trainer = Trainer(cfg, data, env, out_dir, log, sink, job.data_version, attempt,
-                              init_bundle=job.init_bundle)
+                              init_bundle=job.init_bundle, force_budget=job.force_budget)
             log(f"training on {data.n_train} rows, validating on {data.n_val} (data {job.data_version}, "
                 f"seed {tr.seed}, threads {tr.threads}, {env.world_size} rank(s), {env.backend}, {env.device}, "
                 f"attempt {attempt})")

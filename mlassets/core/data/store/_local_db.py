@@ -282,3 +282,4 @@ def merge_base(conn: sqlite3.Connection, repo: str, left: str, right: str) -> st
 
     right_ancestors = set(bfs(right))
     return next((cid for cid in bfs(left) if cid in right_ancestors), None)
+

@@ -192,8 +192,13 @@ class VersionedStore(Protocol):
         """
 
     def prune_transactions(self, repo: str, older_than_s: float = 3600.0) -> list[str]:
-        """Remove what killed writers left of their transactions (lakeFS: hidden branches) when they began more
-        than ``older_than_s`` ago; return the names removed. Younger ones may still be in flight and stay."""
+        """Remove what killed writers left of their transactions when they began more than ``older_than_s`` ago
+        (local: commits no branch or tag reaches; lakeFS: hidden branches, with their staged objects and
+        commits); one line per thing removed. Younger ones may still be in flight and stay."""
+
+    def prune_objects(self, older_than_s: float = 3600.0) -> tuple[int, int]:
+        """Remove stored objects no commit refers to, older than ``older_than_s``; ``(objects, bytes)`` removed
+        (lakeFS: none here; its garbage collection removes them on the server's schedule)."""
 
     def get_commit(self, repo: str, ref: str) -> Commit: ...
 

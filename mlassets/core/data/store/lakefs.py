@@ -100,6 +100,10 @@ class LakeFSStore(Connection):
             pruned.append(ref.id)
         return sorted(pruned)
 
+    def prune_objects(self, older_than_s: float = 3600.0) -> tuple[int, int]:
+        """Nothing here: lakeFS's garbage collection removes objects no branch reaches, on the server."""
+        return 0, 0
+
     def resolve(self, repo: str, ref: str) -> str:
         return self.get_commit(repo, ref).id
 

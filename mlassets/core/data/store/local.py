@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from mlassets.core.data.store import _local_db as db
+from mlassets.core.data.store import _local_prune
 from mlassets.core.data.store._local_tx import LocalTransaction
 from mlassets.core.data.store._tx import run
 from mlassets.core.data.store.base import (
@@ -124,9 +125,13 @@ class LocalStore:
             return dict(conn.execute("SELECT name, head FROM branches WHERE repo = ? ORDER BY name", (repo,)))
 
     def prune_transactions(self, repo: str, older_than_s: float = 3600.0) -> list[str]:
-        """Nothing to prune: a transaction lives in its writer (its objects are content-addressed, shared)."""
-        self.list_branches(repo)  # NotFound for an unknown repository, as on lakeFS
-        return []
+        """Delete the commits of ``repo`` no branch or tag reaches (staged commits of transactions, a killed
+        writer's among them) older than ``older_than_s``; their objects go with ``prune_objects``."""
+        return _local_prune.prune_commits(self, repo, older_than_s)
+
+    def prune_objects(self, older_than_s: float = 3600.0) -> tuple[int, int]:
+        """Delete object files no commit of any repository refers to, older than ``older_than_s``; (files, bytes)."""
+        return _local_prune.prune_objects(self, older_than_s)
 
     def resolve(self, repo: str, ref: str) -> str:
         """The full commit id that a branch, tag or commit id names. NotFound otherwise."""
