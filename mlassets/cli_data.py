@@ -99,6 +99,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
+    from mlassets.core.data.version_keys import matching
     from mlassets.demo import play
     from mlassets.instance import get_instance
     from mlassets.versions import data_versions
@@ -108,10 +109,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not known:
         raise ConfigError(f"{cfg.dataset.name} has no data version yet: mlassets ingest --config {args.config} ...")
     wanted = known[-1].version if args.version == "latest" else args.version
-    found = [v for v in known if v.version == wanted or (len(wanted) >= 8 and v.version.startswith(wanted))]
+    names = matching([v.version for v in known], {v.version: v.commit for v in known}, wanted)
+    found = [v for v in known if v.version in names]
     if len(found) != 1:
-        raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}")
-    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version)
+        listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
+        raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
+                          f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
+    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit)
     _print_rows(cfg, [row])
     return _failed([row])
 
@@ -154,7 +158,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ingest.set_defaults(func=cmd_ingest)
     run = sub.add_parser("run", help="the pipeline for one data version (same table as the demo)")
     run.add_argument("--config", default="flights", help=config_help)
-    run.add_argument("--version", default="latest", help="a data version id (or its first 8+ characters), or latest")
+    run.add_argument("--version", default="latest",
+                     help="a data version: its key (2024-03.6870220f), partition (2024-03), commit id (or its first "
+                          "8+ characters), or latest")
     run.set_defaults(func=cmd_run)
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)

@@ -11,7 +11,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.registry.record import ChampionDecision
+from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
 from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
 
@@ -19,7 +19,7 @@ from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
 @dataclass
 class VersionRow:
     month: str
-    data_version: str
+    data_version: str  # its partition key, 2013-03.6870220f
     metric: str  # the gate's main metric: mae, rmse, logloss or brier
     candidate_metric: float | None
     champion_metric: float | None
@@ -30,13 +30,18 @@ class VersionRow:
     run_id: str
     success: bool
     unjudged: list[str] = field(default_factory=list)  # slice values the gate had too few rows to judge
+    commit: str = ""  # the data version's full commit id
 
 
-def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float) -> VersionRow:
+def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float,
+                commit: str = "") -> VersionRow:
     """What the pipeline run of a data version decided, read from the records it handed on."""
     keys = DatasetKeys.of(cfg)
     evaluation = run.record(keys.evaluation, version)
     gate = run.record(keys.gate_result, version)
+    registered = run.record(keys.registered_model, version)
+    if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
+        gate = registered.record.gate_result  # a rejected version's gate_result fails; its verdict is registered
     champion = run.record(keys.champion, version)
     unjudged: list[str] = []
     if isinstance(gate, GateResult):
@@ -58,14 +63,16 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
         champion_metric=(evaluation.champion or {}).get(metric) if scored else None,
         decision=decision, reasons=reasons, champion_version=champion_version,
         seconds=seconds, run_id=run.run_id, success=run.success, unjudged=unjudged,
+        commit=commit or (evaluation.data_version if scored else ""),
     )
 
 
-def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str) -> VersionRow:
-    """Run the pipeline for one data version; its row of the demo table."""
+def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str,
+         commit: str = "") -> VersionRow:
+    """Run the pipeline for one data version (its partition key); its row of the demo table."""
     start = time.perf_counter()
     run = run_pipeline(instance, cfg, version)
-    return version_row(cfg, partition, version, run, time.perf_counter() - start)
+    return version_row(cfg, partition, version, run, time.perf_counter() - start, commit)
 
 
 def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
@@ -87,9 +94,8 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
         if not ingested.created:
             progress(f"      {ingested.message}")
             continue
-        version = ingested.data_version
-        progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
-        row = play(instance, cfg, month, version)
+        progress(f"      data version {ingested.key}: snapshot -> validate -> features -> train -> gate")
+        row = play(instance, cfg, month, ingested.key, ingested.data_version)
         champion = "none" if row.champion_version in ("", "none") else f"v{row.champion_version}"
         progress(f"      {row.decision}; champion {champion} ({row.seconds:.1f} s)")
         rows.append(row)
@@ -114,7 +120,7 @@ def format_table(rows: list[VersionRow], label: str = "month") -> str:
     metric = rows[0].metric if rows else "mae"
     name = _NAMES.get(metric, metric)
     header = [label, "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
-    lines = [[r.month, r.data_version[:12], _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
+    lines = [[r.month, r.data_version, _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
               r.decision, "-" if r.champion_version in ("", "none") else f"v{r.champion_version}",
               "; ".join(r.reasons) or "-"] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]

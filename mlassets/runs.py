@@ -111,7 +111,13 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
     return ingested
 
 
-def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str) -> Run:
-    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``)."""
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str) -> Run:
+    """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
+    old home's full commit id works too), the run tagged with its name and commit."""
+    from mlassets.core.data.store import open_store
+    from mlassets.core.data.version_keys import resolve_key
+
     register(cfg)
-    return execute(instance, pipeline_job_name(cfg), version, tags=version_run_tags(cfg, version))
+    store = open_store()
+    tags = version_run_tags(cfg, resolve_key(store, cfg, key), store)
+    return execute(instance, pipeline_job_name(cfg), key, tags=tags)

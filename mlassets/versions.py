@@ -10,22 +10,23 @@ import dagster as dg
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.core.data.version_keys import added_partitions
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.records import RecordError, RecordFiles
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.registry.record import RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
-from mlassets.defs.lookup import added_partitions
 from mlassets.defs.partitions import data_versions as versions_def
 
 
 @dataclass
 class VersionInfo:
-    version: str
+    version: str  # its partition key (2013-03.6870220f; a home made before readable keys: the commit id)
     partitions: list[str]  # what its ingest added or changed
     gate: str  # pass, reject, or "-" (not gated yet, or failed before the gate)
     model_version: str  # "-" when nothing was registered
     champion: bool
+    commit: str = ""  # the full store commit id
 
 
 def _read(files: RecordFiles, key: dg.AssetKey, partition: str, cls: type) -> object | None:
@@ -38,17 +39,24 @@ def _read(files: RecordFiles, key: dg.AssetKey, partition: str, cls: type) -> ob
 def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig,
                   store: VersionedStore | None = None) -> list[VersionInfo]:
     """Oldest first, as the ingests created them; the partition each added is in its store commit's metadata."""
+    from mlassets.core.data.version_keys import is_commit_id, version_map
+
     keys, files = DatasetKeys.of(cfg), RecordFiles(paths.records_root())
     store = store or open_store()
     live = PromotionLog().live(cfg.model.registered_name)
+    commits = version_map(store, cfg)
     out = []
     for version in instance.get_dynamic_partitions(versions_def(cfg).name):
+        commit = version if is_commit_id(version) else commits.get(version, "")
         gate = _read(files, keys.gate_result, version, GateResult)
         registered = _read(files, keys.registered_model, version, RegisteredVersion)
+        if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
+            gate = registered.record.gate_result  # a rejected version's verdict is in its registry record
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
-        out.append(VersionInfo(version=version, partitions=added_partitions(store, cfg, version),
+        out.append(VersionInfo(version=version, partitions=added_partitions(store, cfg, commit) if commit else [],
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
-                               model_version=model, champion=live is not None and live.to_version == model))
+                               model_version=model, champion=live is not None and live.to_version == model,
+                               commit=commit))
     return out
 
 
@@ -56,7 +64,7 @@ def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:
     if not rows:
         return "(no data versions yet)"
     header = ["data version", f"{label}s added", "gate", "model", "champion"]
-    lines = [[r.version[:12], ", ".join(r.partitions) or "-", r.gate,
+    lines = [[r.version, ", ".join(r.partitions) or "-", r.gate,
               f"v{r.model_version}" if r.model_version != "-" else "-", "yes" if r.champion else ""] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()

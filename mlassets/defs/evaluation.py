@@ -94,14 +94,21 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     @dg.asset(key=keys.gate_result, partitions_def=versions_def, group_name="evaluation",
               ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"store", "mlflow"})
     def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> dg.Output[GateResult]:
-        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices."""
+        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices. A
+        rejected version fails here with the gate's reasons, so its partition shows as failed wherever Dagster
+        lists partitions (its verdict is kept in the registry record of its model version)."""
         import mlflow
 
         gate = evaluate_gate(cfg.gate, evaluation)
         mlflow.log_metric("gate_passed", float(gate.passed))
         for reason in gate.reasons():
             context.log.warning(f"gate: {reason}")
-        names = version_metadata(context.resources.store.open(), cfg, context.partition_key)
-        return dg.Output(gate, metadata={**names, **gate_metadata(gate), **active_run_links()})
+        names = version_metadata(context.resources.store.open(), cfg, evaluation.data_version)
+        metadata = {**names, **gate_metadata(gate), **active_run_links()}
+        if not gate.passed:
+            reasons = "; ".join(gate.reasons()) or "the gate failed"
+            raise dg.Failure(description=f"gate rejected {names['data_version_name']}: {reasons}.",
+                             metadata=metadata, allow_retries=False)
+        return dg.Output(gate, metadata=metadata)
 
     return [evaluation, gate_result]

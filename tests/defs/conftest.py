@@ -52,8 +52,8 @@ def _demo_stack(tmp_path_factory) -> Iterator[Demo]:
         rows, champions = [], []
         for month, broken in (("2013-01", None), ("2013-02", None), ("2013-03", BROKEN)):
             corrupt, shift = broken or ("", 0.0)
-            version = ingest(instance, cfg, month, corrupt=corrupt, shift=shift).data_version
-            rows.append(run_pipeline(instance, cfg, month, version))
+            ingested = ingest(instance, cfg, month, corrupt=corrupt, shift=shift)
+            rows.append(run_pipeline(instance, cfg, month, ingested.key, ingested.data_version))
             tracking.configure()
             champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
             champions.append(str(champ.version) if champ else None)

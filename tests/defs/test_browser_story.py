@@ -32,7 +32,7 @@ WAIT_MS = 60_000
 
 
 def _label(demo: Demo, row: int) -> str:
-    return f"{demo.rows[row].month} · {demo.rows[row].data_version[:8]}"
+    return f"{demo.rows[row].month} · {demo.rows[row].commit[:8]}"
 
 
 def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> None:
@@ -41,6 +41,7 @@ def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> 
     for i, row in enumerate(demo.rows):
         tags = demo.instance.get_run_by_id(row.run_id).tags
         assert tags["mlassets/version_name"] == _label(demo, i) and tags["dagster/partition"] == row.data_version
+        assert row.data_version == f"{row.month}.{row.commit[:8]}" and tags["mlassets/data_commit"] == row.commit
         version = registry.get_version(demo.cfg.model.registered_name, i + 1)
         assert version.description.startswith(f"**flights · {_label(demo, i)}**")
         assert version.tags["dagster_run_url"].endswith(f"/runs/{row.run_id}")

@@ -39,11 +39,13 @@ def test_run_tags_and_metadata_name_a_version_by_the_partition_its_commit_added(
                           {"partition": "2013-03"})
     tags = lookup.version_run_tags(FLIGHTS, commit.id, store)
     assert tags == {"mlassets/dataset": "flights", "mlassets/version_name": f"2013-03 · {commit.id[:8]}",
-                    "mlassets/partitions": "2013-03"}
+                    "mlassets/partitions": "2013-03", "mlassets/data_commit": commit.id}
     assert lookup.version_metadata(store, FLIGHTS, commit.id)["data_version_name"] == tags["mlassets/version_name"]
     assert lookup.version_run_tags(FLIGHTS, commit.id, partitions=["2013-03"]) == tags  # a sensor knows them
     unknown = lookup.version_metadata(store, FLIGHTS, COMMIT)  # not in the store: the short id alone
-    assert unknown == {"data_version_name": "6870220f", "partitions_added": "-"}
+    assert unknown == {"data_version_name": "6870220f", "data_version_key": "data.6870220f", "partitions_added": "-"}
+    named = lookup.version_metadata(store, FLIGHTS, commit.id)
+    assert named["data_version_key"] == f"2013-03.{commit.id[:8]}"  # the partition key Dagster lists
 
 
 def test_mlflow_links_use_the_configured_ui(urls: None) -> None:

@@ -81,7 +81,7 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     with log.open("w") as out:
         proc = daemon.start(out)
     try:
-        commits = [ingest_partition(store, cfg, key).data_version  # in a row, as fast as ingestion goes
+        commits = [ingest_partition(store, cfg, key).key  # in a row, as fast as ingestion goes
                    for key in cfg.dataset.partitions.keys]
         until(f"the pipeline run of version {KILL_AT} in progress",
                lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= KILL_AT - 1
@@ -104,9 +104,9 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     by_version = sorted(r.tags["dagster/partition"] for r in runs)
     assert by_version == sorted(commits)  # one run per version: none twice, none missing
     assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
-    gate = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(["sales", "gate_result"])),
-                                           limit=100).records
-    assert sorted({r.partition_key for r in gate}) == sorted(commits)  # 20 gate decisions
+    registered = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["sales", "registered_model"])), limit=100).records
+    assert sorted({r.partition_key for r in registered}) == sorted(commits)  # 20 gate decisions, each registered
     checks = [e for r in runs for e in instance.get_records_for_run(
         r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
         if e.event_log_entry.dagster_event.event_specific_data.check_name == "gate_passed"]

@@ -28,6 +28,7 @@ from mlassets.core.data.raw import (
 from mlassets.core.data.snapshot import VersionChecks, check_version
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.summary import PartitionSummary, summary_path
+from mlassets.core.data.version_keys import key_of, version_key
 from mlassets.core.records import Record
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class Ingested(Record):
     checks: list[CheckOutcome]  # empty when nothing was new, or ingested without validation
     message: str
     notes: list[str] = field(default_factory=list)  # what the source left out (undeclared columns), said once
+    key: str = ""  # the data version's partition key (``2024-01.14bdf921``; see ``version_keys``)
 
 
 def ingest_partition(
@@ -107,9 +109,11 @@ def ingest_partition(
     landed = tx.commit
     assert landed is not None  # the transaction landed (or raised)
     if landed.metadata.get(INGEST_ID) != token:  # nothing new: the same tables were already on the branch
+        key = key_of(store, cfg, landed)
         return Ingested(partition=partition, data_version=landed.id, created=False, parent="", staged="", rows=rows,
-                        checks=[], message=f"partition {partition}: the same tables are already on "
-                                           f"{WATCHED_BRANCH} at {landed.id[:12]}; no new data version")
+                        checks=[], key=key, message=f"partition {partition}: the same tables are already on "
+                                                    f"{WATCHED_BRANCH} at {key}; no new data version")
+    key = version_key([partition], landed.id)
     return Ingested(partition=partition, data_version=landed.id, created=True, parent=landed.parents[0],
-                    staged=staged.id, rows=rows, checks=checks.outcomes if checks else [],
-                    message=f"{landed.message}: data version {landed.id[:12]}")
+                    staged=staged.id, rows=rows, checks=checks.outcomes if checks else [], key=key,
+                    message=f"{landed.message}: data version {key}")
