@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,16 @@ def home() -> Path:
 
 
 def dagster_url() -> str:
-    return os.environ.get("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3000").rstrip("/")
+    """The Dagster UI, as links are made everywhere (the one UI setting, read when a page is shown)."""
+    from mlassets.core.ui_urls import ui_urls
+
+    return ui_urls().dagster
 
 
 def mlflow_url() -> str:
-    return os.environ.get("MLASSETS_MLFLOW_URL", "http://127.0.0.1:5000").rstrip("/")
+    from mlassets.core.ui_urls import ui_urls
+
+    return ui_urls().mlflow
 
 
 def training_runs() -> list[RunDir]:

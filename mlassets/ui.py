@@ -2,7 +2,10 @@
 over the embedded stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it).
 
 It fails fast, before starting anything, when a port is taken; says when each UI answers; and stops all of
-them, with a non-zero exit, when one of them dies.
+them, with a non-zero exit, when one of them dies. The addresses it serves become the UI setting every link is
+made from (``mlassets.core.ui_urls``; ports not given are the setting's), and links made under earlier addresses
+are redirected here (``mlassets.links``). MLflow runs as ``mlassets.mlflow_ui``: opened bare, it shows the
+experiment's training runs, without the GenAI view, the telemetry notice or the assistant panel.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from mlassets import settings
-from mlassets.core import paths, tracking
+from mlassets.core import paths, tracking, ui_urls
 from mlassets.instance import get_instance, prepare_home
+from mlassets.links import start_redirects
 
 READY_TIMEOUT_S = 300.0
 
@@ -67,6 +72,13 @@ def dashboard_command(host: str, port: int) -> list[str]:
             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
 
 
+def default_port(kind: str) -> int:
+    """The port of ``kind``'s address in the UI setting when it is on this machine, else the default's."""
+    url = urlsplit(ui_urls.ui_urls().of(kind))
+    fallback = urlsplit(ui_urls.DEFAULTS[kind]).port or 0
+    return (url.port or fallback) if url.hostname in ("127.0.0.1", "localhost") else fallback
+
+
 def servers(host: str, port: int, mlflow_port: int) -> list[Server]:
     """What ``mlassets ui`` starts; ``PortTaken`` names a port of Dagster or MLflow that is in use."""
     for what, wanted in (("--port", port), ("--mlflow-port", mlflow_port)):
@@ -77,11 +89,11 @@ def servers(host: str, port: int, mlflow_port: int) -> list[Server]:
     out = [Server("Dagster UI", [os.path.join(bin_dir, "dagster"), "dev", "-m", "mlassets.definitions", "-h", host,
                                  "-p", str(port)], f"http://{host}:{port}", "/server_info")]
     if mlflow_port:
-        out.append(Server("MLflow UI", [os.path.join(bin_dir, "mlflow"), "server", "--backend-store-uri",
+        out.append(Server("MLflow UI", [sys.executable, "-m", "mlassets.mlflow_ui", "--backend-store-uri",
                                         paths.mlflow_tracking_uri(), "--default-artifact-root",
                                         paths.mlflow_artifact_root(), "--host", host, "--port", str(mlflow_port),
                                         "--workers", "1"], f"http://{host}:{mlflow_port}", "/health"))
-    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT", "8501"))
+    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT") or default_port("dashboard"))
     if dashboard_port:
         free = _free(host, dashboard_port)
         out.append(Server("dashboard", dashboard_command(host, free), f"http://{host}:{free}", "/_stcore/health"))
@@ -108,26 +120,45 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             proc.kill()
 
 
-def _training_runs_link(host: str, mlflow_port: int) -> str:
-    """The experiment's training runs in the MLflow UI this starts (its bare address opens MLflow's GenAI view)."""
+def _training_runs_route(mlflow_port: int) -> str:
+    """The experiment's training runs, as an MLflow UI route (``#/experiments/…``); "" in production."""
     if not mlflow_port or settings.production():
         return ""
-    experiment = tracking.configure()
-    return f"http://{host}:{mlflow_port}/#/experiments/{experiment}/runs?workflowType=machine_learning"
+    return f"#/experiments/{tracking.configure()}/runs?workflowType=machine_learning"
 
 
-def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) -> int:
-    """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died."""
+def _remember(planned: list[Server]) -> list:
+    """Make the addresses served the UI setting; redirect the earlier ones (``mlassets.links``)."""
+    by_name = {s.name: s.url.replace("://0.0.0.0:", "://127.0.0.1:") for s in planned}
+    current = ui_urls.ui_urls()
+    urls = ui_urls.save(by_name.get("Dagster UI", current.dagster), by_name.get("MLflow UI", current.mlflow),
+                        by_name.get("dashboard", current.dashboard))
+    redirects, notes = start_redirects(urls)
+    for r in redirects:
+        print(f"old links to {r.old} ({r.kind}) are redirected to {r.new}", flush=True)
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    return redirects
+
+
+def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | None = None) -> int:
+    """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died. Ports
+    not given are those of the UI setting (3000 and 5000 by default)."""
+    port = default_port("dagster") if port is None else port
+    mlflow_port = default_port("mlflow") if mlflow_port is None else mlflow_port
     try:
         planned = servers(host, port, mlflow_port)
     except PortTaken as exc:
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
     get_instance().dispose()  # the home and its dagster.yaml exist, and the `gpu` pool has its size
-    runs_link = _training_runs_link(host, mlflow_port)
-    env = {**os.environ, "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home())}
-    env.setdefault("DAGSTER_WEBSERVER_URL", f"http://{host}:{port}")  # the links between the UIs
-    env.setdefault("MLASSETS_MLFLOW_URL", f"http://{host}:{mlflow_port}")
+    route = _training_runs_route(mlflow_port)
+    runs_link = f"http://{host}:{mlflow_port}/{route}" if route else ""
+    redirects = _remember(planned)
+    env = {**os.environ, "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home()),
+           "MLFLOW_DISABLE_TELEMETRY": os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true")}
+    if route:
+        env["MLASSETS_MLFLOW_LANDING"] = route  # the MLflow UI, opened bare, shows these runs
     procs = [subprocess.Popen(s.command, env=env, preexec_fn=_default_signals) for s in planned]
     print("starting " + ", ".join(f"{s.name} on {s.url}" for s in planned), flush=True)
     stop = {"now": False}
@@ -157,4 +188,6 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
         pass
     finally:
         _stop(procs)
+        for redirect in redirects:
+            redirect.stop()
     return code

@@ -7,7 +7,6 @@ version is called (``2013-03 · 6870220f``), and the MLflow and store pages an a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -26,9 +25,10 @@ MLFLOW_VERSION_NAME_TAG = "mlassets.version_name"
 
 
 def run_url(run_id: str) -> str:
-    """The run's page in the Dagster UI (``$DAGSTER_WEBSERVER_URL``, default http://127.0.0.1:3000)."""
-    base = os.environ.get("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3000").rstrip("/")
-    return f"{base}/runs/{run_id}"
+    """The run's page in the Dagster UI (the UI setting, ``mlassets.core.ui_urls``)."""
+    from mlassets.core.ui_urls import dagster_run
+
+    return dagster_run(run_id)
 
 
 def run_metadata(context: dg.AssetExecutionContext) -> dict[str, str]:
