@@ -28,7 +28,8 @@ def test_a_warm_started_candidate_records_its_start_and_rebuilds_identically(hom
     ingested = ingest(instance, cfg, "2024-02")
     second = ingested.data_version
     register(cfg)
-    run = execute(instance, pipeline_job_name(cfg), ingested.key, tags={TRIGGER_TAG: "schedule", RETRAIN_TAG: "warm_start"})
+    run = execute(instance, pipeline_job_name(cfg), ingested.key,
+                  tags={TRIGGER_TAG: "schedule", RETRAIN_TAG: "warm_start"})
     assert run.success, run.failure
     tracking.configure()
     record = versions.record_of(versions.get_version("sales_units", "2"))

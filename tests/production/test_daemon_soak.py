@@ -81,8 +81,9 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     with log.open("w") as out:
         proc = daemon.start(out)
     try:
-        commits = [ingest_partition(store, cfg, key).key  # in a row, as fast as ingestion goes
-                   for key in cfg.dataset.partitions.keys]
+        ingested = [ingest_partition(store, cfg, key)  # in a row, as fast as ingestion goes
+                    for key in cfg.dataset.partitions.keys]
+        commits, keys = [i.data_version for i in ingested], [i.key for i in ingested]
         until(f"the pipeline run of version {KILL_AT} in progress",
                lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= KILL_AT - 1
                and bool(pipeline_runs(dg.DagsterRunStatus.STARTED)), proc, log, DEADLINE_S)
@@ -102,11 +103,11 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
 
     runs = pipeline_runs()
     by_version = sorted(r.tags["dagster/partition"] for r in runs)
-    assert by_version == sorted(commits)  # one run per version: none twice, none missing
+    assert by_version == sorted(keys)  # one run per version: none twice, none missing
     assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
     registered = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(["sales", "registered_model"])), limit=100).records
-    assert sorted({r.partition_key for r in registered}) == sorted(commits)  # 20 gate decisions, each registered
+    assert sorted({r.partition_key for r in registered}) == sorted(keys)  # 20 gate decisions, each registered
     checks = [e for r in runs for e in instance.get_records_for_run(
         r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
         if e.event_log_entry.dagster_event.event_specific_data.check_name == "gate_passed"]
@@ -114,7 +115,7 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     messages = " ".join((e.message or "") for r in runs for e in instance.all_logs(r.run_id)) + log.read_text()
     assert "database is locked" not in messages and "deadlock detected" not in messages
     stored, changed, copies = _raw_bytes(store, raw_repo(cfg), commits)
-    print(f"\nsoak: {VERSIONS} versions, {len(runs)} pipeline runs, {len(gate)} gate decisions, "
+    print(f"\nsoak: {VERSIONS} versions, {len(runs)} pipeline runs, {len(registered)} gate decisions, "
           f"{sum(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)} succeeded; raw data stored "
           f"{stored / 1e6:.2f} MB = the bytes the commits changed ({changed / 1e6:.2f} MB), where a copy per version "
           f"would be {copies / 1e6:.2f} MB; whole store on disk {_size(tmp_path / 'home' / 'store') / 1e6:.1f} MB")
