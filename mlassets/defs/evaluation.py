@@ -14,7 +14,8 @@ from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
 
-_LATENCY = ("single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms", "rows_per_s")
+_LATENCY = ("single_median_ms", "single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms",
+            "rows_per_s")
 _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier", "ece")}
 
 
@@ -27,7 +28,10 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
         meta[f"candidate_{key}"] = number(result.candidate.get(key))
         meta[f"champion_{key}"] = number((result.champion or {}).get(key))
     candidate = result.performance.get("candidate", {})
+    meta["candidate_latency_ms"] = number(candidate.get("single_median_ms"))  # what the gate reads
     meta["candidate_latency_p99_ms"] = number(candidate.get("single_p99_ms"))
+    if "vs_champion_change" in candidate:
+        meta["latency_vs_champion"] = number(candidate["vs_champion_change"])
     meta["candidate_size_mb"] = number(candidate.get("size_bytes", math.nan) / MB)
     meta["performance"] = table([{"model": m, **{k: p.get(k, math.nan) for k in _LATENCY},
                                   "size_mb": p.get("size_bytes", math.nan) / MB}
@@ -83,7 +87,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
-        performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed)
+        performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed, cfg.gate.confidence,
+                                           threads=cfg.training.threads)
         uri = score.log_predictions(predictions, f"evaluation/{version[:16]}")
         result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
                                      predictions_uri=uri, dropped_missing_target=features.dropped_missing_target)

@@ -189,7 +189,8 @@ def _gate(cfg: PipelineConfig) -> None:
     _at_least({"gate.slice_min_rows": gate.slice_min_rows, "gate.bootstrap_samples": gate.bootstrap_samples}, 1)
     if not 0 < gate.confidence < 1:
         raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {gate.confidence!r}")
-    for key in ("absolute_max_metric", "latency_p99_ms", "max_size_mb"):
+    _at_least({"gate.latency_max_regression": gate.latency_max_regression}, 0)
+    for key in ("absolute_max_metric", "latency_budget_ms", "max_size_mb"):
         if getattr(gate, key) <= 0:
             raise ConfigError(f"gate.{key}: must be > 0, got {getattr(gate, key)!r}")
     if not 0 <= gate.calibration_max_ece <= 1:

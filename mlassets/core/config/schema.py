@@ -173,13 +173,25 @@ class GateConfig:
     bootstrap_samples: int = 1000
     confidence: float = 0.95
     absolute_max_metric: float = 60.0
-    latency_p99_ms: float = 50.0  # single-row p99 budget
+    latency_budget_ms: float = 50.0  # single-row latency: the median of round medians (see evaluate.latency)
+    latency_max_regression: float = 0.5  # vs the champion, timed interleaved: fails when the interval is above it
+    latency_p99_ms: float | None = None  # the former name of latency_budget_ms, still read (older configs)
     max_size_mb: float = 100.0  # serialized model budget
     calibration_max_ece: float = 0.05  # binary task only
     prediction_min: float = -200.0
     prediction_max: float = 1500.0
     promotion: Literal["auto", "manual"] = "auto"
     small_slices: Literal["pass", "hold"] = "pass"  # slices below slice_min_rows are listed; hold: not promoted
+
+    def __post_init__(self) -> None:
+        old = self.latency_p99_ms
+        if old is None:
+            return
+        if self.latency_budget_ms not in (old, 50.0):
+            raise ConfigError(f"gate.latency_p99_ms: {old!r} is the former name of gate.latency_budget_ms "
+                              f"({self.latency_budget_ms!r} given too); keep gate.latency_budget_ms only")
+        object.__setattr__(self, "latency_budget_ms", float(old))  # frozen: the value moves to the new name
+        object.__setattr__(self, "latency_p99_ms", None)
 
 
 @dataclass(frozen=True)

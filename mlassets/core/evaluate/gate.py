@@ -12,8 +12,11 @@ Every rule is reported with its value, its limit and whether it passed, so a rej
   zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled);
 * ``unjudged_slices`` (with a champion): the slice values too small to judge are listed in the result;
   ``gate.small_slices: hold`` keeps the candidate back while there are any;
-* ``latency_p99`` (single-row p99 ms vs ``latency_p99_ms``), ``model_size`` (MB vs ``max_size_mb``) and
-  ``calibration_ece`` (binary models, vs ``calibration_max_ece``), where the evaluation measured them.
+* ``latency_vs_champion`` (with a champion, both timed interleaved in one process: fails only when the bootstrap
+  interval of the single-row latency change lies entirely above ``latency_max_regression``), ``latency_budget``
+  (the candidate's median of round medians vs ``latency_budget_ms``; a p99 is shown, never gated: it measures the
+  machine's load as much as the model), ``model_size`` (MB vs ``max_size_mb``) and ``calibration_ece`` (binary
+  models, vs ``calibration_max_ece``), where the evaluation measured them.
 """
 
 from __future__ import annotations

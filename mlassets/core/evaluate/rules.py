@@ -128,16 +128,31 @@ def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
                 f"{listed}")
 
 
+def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) -> list[RuleResult]:
+    """``latency_vs_champion`` (timed interleaved with it: fails only when the whole interval of the change lies
+    above ``latency_max_regression``) and ``latency_budget`` (the median of round medians, single row)."""
+    rules = []
+    if "vs_champion_change" in perf:
+        change, low, high = (float(perf[f"vs_champion_{k}"]) for k in ("change", "ci_low", "ci_high"))
+        limit = cfg.latency_max_regression
+        rules.append(rule("latency_vs_champion", change, limit, not low > limit,
+                          f"single-row latency {1 + change:.2f}x the champion's ({pct(change)}, limit "
+                          f"{limit_pct(limit)}), timed side by side; {confidence * 100:g}% interval "
+                          f"[{pct(low)}, {pct(high)}]"))
+    if "single_median_ms" in perf:
+        ms, budget, rounds = float(perf["single_median_ms"]), cfg.latency_budget_ms, int(perf.get("latency_rounds", 0))
+        rules.append(rule("latency_budget", ms, budget, bool(ms <= budget),
+                          f"single-row latency {ms:.1f} ms (median of {rounds} rounds' medians) > budget "
+                          f"{budget:g} ms"))
+    return rules
+
+
 def budget_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
-    """``latency_p99``, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
+    """The latency rules, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
     import numpy as np
 
     perf = evaluation.performance.get("candidate", {})
-    rules = []
-    if "single_p99_ms" in perf:
-        ms, budget = float(perf["single_p99_ms"]), cfg.latency_p99_ms
-        rules.append(rule("latency_p99", ms, budget, bool(ms <= budget),
-                          f"p99 latency {ms:.1f} ms > budget {budget:g} ms (single row)"))
+    rules = latency_rules(cfg, perf, evaluation.confidence)
     if "size_bytes" in perf:
         mb, budget = float(perf["size_bytes"]) / MB, cfg.max_size_mb
         rules.append(rule("model_size", mb, budget, bool(mb <= budget),
