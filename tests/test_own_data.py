@@ -94,7 +94,7 @@ def _weather_config(directory: Path) -> Path:
             "partition_column": "date", "partitions": {"pattern": "YYYY", "keys": ["2012", "2013", "2014"]},
             "target": "temp_max", "time_column": "date", "key": ["date"], "slices": ["weather"],
             "min_rows": 300, "columns": {
-                "date": {"dtype": "datetime"}, "precipitation": {"dtype": "float", "min": 0},
+                "date": {"dtype": "datetime", "format": "%Y/%m/%d"}, "precipitation": {"dtype": "float", "min": 0},
                 "temp_max": {"dtype": "float", "min": -30, "max": 50}, "temp_min": {"dtype": "float", "min": -30,
                                                                                     "max": 50},
                 "wind": {"dtype": "float", "min": 0}, "weather": {"dtype": "str"},

@@ -65,6 +65,29 @@ def _columns(where: str, columns: dict[str, ColumnSpec]) -> None:
             raise ConfigError(f"{at}.allowed: only str columns take allowed values, this one is {spec.dtype!r}")
         if spec.min_date and spec.max_date and spec.min_date > spec.max_date:
             raise ConfigError(f"{at}: min_date {spec.min_date!r} is after max_date {spec.max_date!r}")
+        _dates(at, name, spec, columns)
+
+
+def _dates(at: str, name: str, spec: ColumnSpec, columns: dict[str, ColumnSpec]) -> None:
+    """``format`` and ``from_columns`` of a datetime column (see ``mlassets.core.data.dates``)."""
+    for key in ("format", "from_columns"):
+        if getattr(spec, key) is not None and spec.dtype != "datetime":
+            raise ConfigError(f"{at}.{key}: {getattr(spec, key)!r} is for datetime columns, this one is {spec.dtype!r}")
+    if spec.format is not None and "%" not in spec.format:
+        raise ConfigError(f"{at}.format: {spec.format!r} is not a strftime format (e.g. '%Y-%m-%d', '%d/%m/%Y')")
+    parts = spec.from_columns
+    if parts is None:
+        return
+    if spec.format is not None:
+        raise ConfigError(f"{at}: format {spec.format!r} and from_columns are two ways to read it; keep one")
+    if "year" not in parts or set(parts) - {"year", "month", "day"}:
+        raise ConfigError(f"{at}.from_columns: {parts!r} must name the year's column and may name the month's and "
+                          "the day's: {year: <column>, month: <column>, day: <column>}")
+    for part, column in parts.items():
+        source = columns.get(column)
+        if column == name or source is None or source.dtype not in ("int", "float"):
+            raise ConfigError(f"{at}.from_columns.{part}: {column!r} must be another int column declared beside "
+                              f"it{'' if source is None else f' (it is {source.dtype!r})'}")
 
 
 def _dataset(cfg: PipelineConfig) -> None:

@@ -22,9 +22,12 @@ class ColumnSpec:
     allowed: list[str] | None = None
     min_date: str | None = None  # datetime columns: inclusive ISO bounds, read as UTC ("2013-01-01")
     max_date: str | None = None
+    format: str | None = None  # datetime columns: a strftime format matched exactly ("%d/%m/%Y"); none: ISO 8601
+    from_columns: dict[str, str] | None = None  # datetime columns: built from {year: col, month: col, day: col}
 
     def __post_init__(self) -> None:
         import datetime
+
 
         for name in ("min_date", "max_date"):
             value = getattr(self, name)
@@ -52,7 +55,10 @@ class PartitionsConfig:
     """How a dataset arrives: one partition per key, added as it is ingested (a month, a week, a year, a name)."""
 
     pattern: str = "any"  # YYYY-MM, YYYY, YYYY-Www (ISO week), YYYY-MM-DD, any, or a regular expression
-    keys: list[str] = field(default_factory=list)  # the keys a demo plays, in order (optional)
+    keys: list[str | int] = field(default_factory=list)  # the keys a demo plays, in order; bare years (2009) too
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", [str(k) for k in self.keys])  # YAML reads 2009 as a number
 
 
 @dataclass(frozen=True)
@@ -243,8 +249,8 @@ class PipelineConfig:
     dataset: DatasetConfig
     features: FeaturesConfig
     model: ModelConfig
-    training: TrainingConfig
-    gate: GateConfig
+    training: TrainingConfig = field(default_factory=TrainingConfig)  # every key has a default
+    gate: GateConfig = field(default_factory=GateConfig)
     automation: AutomationConfig = field(default_factory=AutomationConfig)
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     tuning: TuningConfig = field(default_factory=TuningConfig)

@@ -85,7 +85,14 @@ def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
     columns = dict(cfg.columns)
     if cfg.drop_missing_target:
         columns[cfg.target] = dataclasses.replace(columns[cfg.target], nullable=True)
-    return validate_table(frame, columns, cfg.key)
+    outcome = validate_table(frame, columns, cfg.key)
+    missing = frame[cfg.target].isna() if cfg.target in frame.columns else None
+    if not outcome.passed and missing is not None and missing.any() and not cfg.drop_missing_target:
+        first = missing[missing].index[0]
+        return CheckOutcome(outcome.name, False, f"{outcome.message}; column {cfg.target!r}, row {first} (of the "
+                            f"partition's rows, from 0): the target is missing in {int(missing.sum())} rows; set "
+                            "dataset.drop_missing_target: true to drop them (they are counted)", outcome.failures)
+    return outcome
 
 
 def validate_table(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str],

@@ -4,7 +4,9 @@
 or a folder or glob per partition (``landing/{partition}/*.csv``, all files concatenated); ``dataset.tables.<name>
 .path`` does the same for every other table. Headers are cleaned as users expect (a byte-order mark, surrounding
 spaces); every declared column is coerced to its dtype, and a value that does not parse fails the delivery with
-the file, column, row and value named. Columns the config does not declare are not stored (said in ``notes``).
+the file, column, row and value named (dates by their declared format, ISO 8601 by default, or built from year
+and month columns: ``mlassets.core.data.dates``). Columns the config does not declare are not stored (said in
+``notes``); a row without a target fails the delivery unless ``dataset.drop_missing_target`` says to drop it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
+from mlassets.core.data.dates import as_dates, built_date, describe_format
 from mlassets.core.data.parquet import read_parquet_file
 from mlassets.core.data.sources.base import sample
 
@@ -82,9 +85,7 @@ def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
             return values
         return pd.to_numeric(values.astype("string").str.strip(), errors="coerce").astype("float64")
     if spec.dtype == "datetime":
-        if isinstance(values.dtype, pd.DatetimeTZDtype):
-            return values.dt.tz_convert("UTC")
-        return pd.to_datetime(values.astype("string").str.strip(), utc=True, errors="coerce", format="mixed")
+        return as_dates(values, spec.format)
     return values.astype("string").str.strip().astype(object).where(values.notna(), None)
 
 
@@ -94,26 +95,52 @@ def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, f
 
     problems, out = [], {}
     for name, spec in columns.items():
-        if name not in frame.columns:
-            continue  # the schema check names a missing column
+        if name not in frame.columns or spec.from_columns:
+            continue  # the schema check names a missing column; built columns come below
         raw = frame[name]
         out[name] = parsed = _coerce(raw, spec)
         bad = raw.notna() & (raw.astype("string").str.strip() != "") & parsed.isna()
         if bad.any():
             rows = bad[bad].index
-            what = {"int": "an integer", "float": "a number", "datetime": "a date or time"}[spec.dtype]
+            what = {"int": "an integer", "float": "a number",
+                    "datetime": f"a date or time {describe_format(spec.format)}"}[spec.dtype]
             more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
             problems.append(f"{path}: column {name!r}, row {rows[0] + first_row}: {raw[rows[0]]!r} is not "
                             f"{what}{more}")
+    for name, spec in columns.items():
+        parts = spec.from_columns or {}
+        if not parts or not set(parts.values()) <= set(out):
+            continue  # a part missing from the file: the schema check names it
+        out[name], bad = built_date(pd.DataFrame(out, index=frame.index), parts)
+        if bad.any():
+            row = bad[bad].index[0]
+            named = ", ".join(f"{p}={frame[c][row]!r}" for p, c in parts.items())
+            more = f" (and {int(bad.sum()) - 1} more rows)" if bad.sum() > 1 else ""
+            problems.append(f"{path}: column {name!r} (built from {', '.join(parts.values())}), row {row + first_row}: "
+                            f"{named} is not a date{more}")
     if problems:
         raise FileRejected(problems)
     return pd.DataFrame(out, index=frame.index)
 
 
+def missing_target(frame: pd.DataFrame, target: str, path: Path, first_row: int) -> None:
+    """A row without a target fails the delivery, naming the file and the row (``drop_missing_target`` drops
+    such rows instead)."""
+    if target not in frame.columns:
+        return
+    missing = frame[target].isna()
+    if missing.any():
+        rows = missing[missing].index
+        more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
+        raise FileRejected([f"{path}: column {target!r}, row {rows[0] + first_row}: the target is missing{more}; "
+                            "set dataset.drop_missing_target: true to drop rows without a target (they are counted)"])
+
+
 def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
-               notes: list[str] | None = None, missing: Sequence[str] = ("",)) -> pd.DataFrame:
+               notes: list[str] | None = None, missing: Sequence[str] = ("",), target: str = "") -> pd.DataFrame:
     """One table of a partition from its file(s), coerced to ``columns``; undeclared columns are noted, dropped.
-    A CSV cell that is one of ``missing`` (exactly) is a missing value."""
+    A CSV cell that is one of ``missing`` (exactly) is a missing value; a row without ``target`` (when given)
+    fails the delivery."""
     import pandas as pd
 
     parts = []
@@ -124,8 +151,15 @@ def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSp
         extra = [c for c in frame.columns if c not in columns]
         if extra and notes is not None:
             notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; not stored")
+        built = [c for c, spec in columns.items() if spec.from_columns and c in frame.columns]
+        if built and notes is not None:
+            notes.append(f"{path}: column(s) {', '.join(map(repr, built))} of the file replaced by the date built "
+                         "from its columns (dataset.columns.<c>.from_columns)")
         first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
-        parts.append(coerce(frame.reset_index(drop=True), columns, path, first_row))
+        part = coerce(frame.reset_index(drop=True), columns, path, first_row)
+        if target:
+            missing_target(part, target, path, first_row)
+        parts.append(part)
     return pd.concat(parts, ignore_index=True)
 
 
@@ -167,7 +201,9 @@ class FilesSource:
     def load(self, key: str, override: str | None = None) -> dict[str, pd.DataFrame]:
         self.notes = []
         columns = {self.main_table: self.ds.columns, **{n: s.columns for n, s in self.ds.tables.items()}}
-        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes, self.ds.missing_values)
+        target = "" if self.ds.drop_missing_target else self.ds.target
+        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes, self.ds.missing_values,
+                                target if name == self.main_table else "")
                for name, template in self.templates(override).items()}
         main = out[self.main_table]
         if self.ds.partition_column:
