@@ -30,11 +30,12 @@ def label(cfg: PipelineConfig) -> str:
 
 
 def _print_rows(cfg: PipelineConfig, rows: list) -> None:
-    from mlassets.demo import format_table, format_unjudged
+    from mlassets.demo import format_notes, format_table, format_unjudged
 
     print(format_table(rows, label(cfg)))
-    if unjudged := format_unjudged(rows):
-        print(f"\n{unjudged}")
+    for text in (format_unjudged(rows, cfg.gate.slice_min_rows), format_notes(rows, cfg.dataset.target)):
+        if text:
+            print(f"\n{text}")
 
 
 def _failed(rows: list) -> int:
@@ -93,6 +94,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(ingested.message)
     for note in ingested.notes:
         print(f"  note: {note}")
+    if ingested.missing_target:
+        print(f"  {ingested.missing_target} rows without a target {cfg.dataset.target!r}: stored, and dropped before "
+              "the split (dataset.drop_missing_target)")
+    for line in ingested.derived():
+        print(f"  {line}")
     return 0
 
 

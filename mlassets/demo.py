@@ -11,6 +11,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
 from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
@@ -29,8 +30,10 @@ class VersionRow:
     seconds: float
     run_id: str
     success: bool
-    unjudged: list[str] = field(default_factory=list)  # slice values the gate had too few rows to judge
+    unjudged: list[UnjudgedSlice] = field(default_factory=list)  # slice values with too few rows to judge
     commit: str = ""  # the data version's full commit id
+    derived: list[str] = field(default_factory=list)  # thresholds the evaluation derived from the data
+    dropped_missing_target: int = 0  # rows without a target left out of training and the holdout
 
 
 def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float,
@@ -46,7 +49,7 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
     unjudged: list[str] = []
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
-        reasons, unjudged = gate.reasons(), [u.describe() for u in gate.unjudged]
+        reasons, unjudged = gate.reasons(), list(gate.unjudged)
     elif run.failed_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in run.failed_checks]
     else:
@@ -64,6 +67,8 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
         decision=decision, reasons=reasons, champion_version=champion_version,
         seconds=seconds, run_id=run.run_id, success=run.success, unjudged=unjudged,
         commit=commit or (evaluation.data_version if scored else ""),
+        derived=list(evaluation.derived) if scored else [],
+        dropped_missing_target=evaluation.dropped_missing_target if scored else 0,
     )
 
 
@@ -94,6 +99,8 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
         if not ingested.created:
             progress(f"      {ingested.message}")
             continue
+        for line in ingested.derived():
+            progress(f"      {line}")
         progress(f"      data version {ingested.key}: snapshot -> validate -> features -> train -> gate")
         row = play(instance, cfg, month, ingested.key, ingested.data_version)
         champion = "none" if row.champion_version in ("", "none") else f"v{row.champion_version}"
@@ -109,11 +116,23 @@ def _fmt(value: float | None, metric: str) -> str:
     return "-" if value is None else f"{value:.2f}" if metric in ("mae", "rmse") else f"{value:.4f}"
 
 
-def format_unjudged(rows: list[VersionRow]) -> str:
-    """The slice values each gate could not judge (too few holdout rows), one line per data version."""
-    lines = [f"  {r.month}: {', '.join(r.unjudged)}" for r in rows if r.unjudged]
-    return "\n".join(["Not judged by the slice rule (fewer holdout rows than gate.slice_min_rows):", *lines]) \
+def format_unjudged(rows: list[VersionRow], min_rows: int | None = None) -> str:
+    """The slice values each gate could not judge (too few holdout rows), one summarized line per data version."""
+    lines = [f"  {r.month}: {summarize_unjudged(r.unjudged)}" for r in rows if r.unjudged]
+    limit = f" ({min_rows})" if min_rows is not None else ""
+    return "\n".join([f"Not judged by the slice rule (fewer holdout rows than gate.slice_min_rows{limit}):", *lines]) \
         if lines else ""
+
+
+def format_notes(rows: list[VersionRow], target: str = "target") -> str:
+    """What else a run should say: thresholds derived from the data, and rows left out for a missing target."""
+    lines = []
+    for r in rows:
+        lines += [f"  {r.month}: derived {line}" for line in r.derived]
+        if r.dropped_missing_target:
+            lines.append(f"  {r.month}: {r.dropped_missing_target} rows without a {target!r} were left out "
+                         "(dataset.drop_missing_target)")
+    return "\n".join(["Said by the data (set the keys named to choose them yourself):", *lines]) if lines else ""
 
 
 def format_table(rows: list[VersionRow], label: str = "month") -> str:

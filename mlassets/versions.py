@@ -27,6 +27,7 @@ class VersionInfo:
     model_version: str  # "-" when nothing was registered
     champion: bool
     commit: str = ""  # the full store commit id
+    dropped_missing_target: int = 0  # rows without a target its gate saw left out
 
 
 def _read(files: RecordFiles, key: dg.AssetKey, partition: str, cls: type) -> object | None:
@@ -56,16 +57,20 @@ def data_versions(instance: dg.DagsterInstance, cfg: PipelineConfig,
         out.append(VersionInfo(version=version, partitions=added_partitions(store, cfg, commit) if commit else [],
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
                                model_version=model, champion=live is not None and live.to_version == model,
-                               commit=commit))
+                               commit=commit, dropped_missing_target=gate.dropped_missing_target
+                               if isinstance(gate, GateResult) else 0))
     return out
 
 
 def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:
+    """One line per version; a ``no target`` column (rows left out for a missing target) when any has some."""
     if not rows:
         return "(no data versions yet)"
-    header = ["data version", f"{label}s added", "gate", "model", "champion"]
+    dropped = any(r.dropped_missing_target for r in rows)
+    header = ["data version", f"{label}s added", "gate", "model", "champion", *(["no target"] if dropped else [])]
     lines = [[r.version, ", ".join(r.partitions) or "-", r.gate,
-              f"v{r.model_version}" if r.model_version != "-" else "-", "yes" if r.champion else ""] for r in rows]
+              f"v{r.model_version}" if r.model_version != "-" else "-", "yes" if r.champion else "",
+              *([str(r.dropped_missing_target or "")] if dropped else [])] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                      for line in [header, *lines])

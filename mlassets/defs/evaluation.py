@@ -41,6 +41,8 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
                                      for row in report["table"]],
                                     ["model", "bin", "lower", "upper", "count", "mean_predicted", "observed_rate"])
     meta["slices"] = table(result.slice_frame().to_dict(orient="records"))
+    meta["derived"] = dg.MetadataValue.md("\n".join(f"- {line}" for line in result.derived) or "nothing: the config "
+                                          "sets every threshold")
     meta.update({"main_metric": result.main_metric, "champion_version": result.champion_version or "none",
                  "holdout_rows": dg.MetadataValue.int(result.holdout_rows),
                  "dropped_missing_target": dg.MetadataValue.int(result.dropped_missing_target),
@@ -87,12 +89,21 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
+        derived = None
+        if None in (cfg.gate.absolute_max_metric, cfg.gate.prediction_min, cfg.gate.prediction_max):
+            from mlassets.core.evaluate.derived import derive
+
+            train_y = read_split(store, cfg, version, "train")[cfg.dataset.target].to_numpy()
+            derived = derive(cfg, train_y, predictions["y"].to_numpy(), has_champion=bool(live))
         performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed, cfg.gate.confidence,
                                            threads=cfg.training.threads)
         uri = score.log_predictions(predictions, f"evaluation/{version[:16]}")
         result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
-                                     predictions_uri=uri, dropped_missing_target=features.dropped_missing_target)
+                                     predictions_uri=uri, dropped_missing_target=features.dropped_missing_target,
+                                     derived=derived)
         score.log_evaluation(result)
+        for line in result.derived:
+            context.log.info(f"derived: {line}")
         return dg.Output(result, metadata={**version_metadata(store, cfg, version), **evaluation_metadata(result),
                                            **active_run_links()})
 

@@ -118,7 +118,8 @@ def _dataset(cfg: PipelineConfig) -> None:
         raise ConfigError(f"dataset.columns.{ds.target}: the target of a binary task must be int or float (0/1)")
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
-    _at_least({"dataset.min_rows": ds.min_rows}, 1)
+    if ds.min_rows is not None:
+        _at_least({"dataset.min_rows": ds.min_rows}, 1)
 
 
 def _source(ds: DatasetConfig) -> None:
@@ -214,11 +215,12 @@ def _gate(cfg: PipelineConfig) -> None:
         raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {gate.confidence!r}")
     _at_least({"gate.latency_max_regression": gate.latency_max_regression}, 0)
     for key in ("absolute_max_metric", "latency_budget_ms", "max_size_mb"):
-        if getattr(gate, key) <= 0:
+        if getattr(gate, key) is not None and getattr(gate, key) <= 0:
             raise ConfigError(f"gate.{key}: must be > 0, got {getattr(gate, key)!r}")
     if not 0 <= gate.calibration_max_ece <= 1:
         raise ConfigError(f"gate.calibration_max_ece: must be in [0, 1], got {gate.calibration_max_ece!r}")
-    if gate.prediction_min >= gate.prediction_max:
+    low, high = gate.prediction_min, gate.prediction_max
+    if low is not None and high is not None and low >= high:
         raise ConfigError(f"gate.prediction_min: {gate.prediction_min:g} must be below gate.prediction_max "
                           f"{gate.prediction_max:g}")
 

@@ -77,17 +77,17 @@ class DatasetConfig:
     missing_values: list[str] = field(default_factory=lambda: list(MISSING_VALUES))  # files source: CSV cells
     task: Literal["regression", "binary"] = "regression"  # binary: the target is 0/1, models give P(1)
     drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
-    min_rows: int = 1000  # per partition
+    min_rows: int | None = None  # per partition; none: derived from the partitions seen (data.schema.min_rows_of)
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
     # Blocking count and distribution checks of new partitions against the rest of the version:
-    row_change_band: float = 0.5  # rows of a new partition within +-50% of the mean of the others
+    row_change_band: float | None = None  # rows vs the others' mean; none: derived (data.partition_checks.row_band)
     target_mean_band: float = 0.5  # |mean - reference mean| <= band * reference std
     target_quantile_band: float = 0.5  # quartiles: |q - reference q| <= band * reference IQR
     tables: dict[str, TableConfig] = field(default_factory=dict)  # every other table the source delivers
 
     def __post_init__(self) -> None:
         for name in ("row_change_band", "target_mean_band", "target_quantile_band"):
-            if not getattr(self, name) > 0:
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ConfigError(f"dataset.{name}: must be > 0, got {getattr(self, name)}")
 
 
@@ -178,14 +178,14 @@ class GateConfig:
     slice_max_regression: float = 0.03
     bootstrap_samples: int = 1000
     confidence: float = 0.95
-    absolute_max_metric: float = 60.0
+    absolute_max_metric: float | None = None  # none: a first model must beat a naive baseline (evaluate.derived)
     latency_budget_ms: float = 50.0  # single-row latency: the median of round medians (see evaluate.latency)
     latency_max_regression: float = 0.5  # vs the champion, timed interleaved: fails when the interval is above it
     latency_p99_ms: float | None = None  # the former name of latency_budget_ms, still read (older configs)
     max_size_mb: float = 100.0  # serialized model budget
     calibration_max_ece: float = 0.05  # binary task only
-    prediction_min: float = -200.0
-    prediction_max: float = 1500.0
+    prediction_min: float | None = None  # none: the training target's range with a margin (evaluate.derived)
+    prediction_max: float | None = None
     promotion: Literal["auto", "manual"] = "auto"
     small_slices: Literal["pass", "hold"] = "pass"  # slices below slice_min_rows are listed; hold: not promoted
 

@@ -61,6 +61,11 @@ class Ingested(Record):
     message: str
     notes: list[str] = field(default_factory=list)  # what the source left out (undeclared columns), said once
     key: str = ""  # the data version's partition key (``2024-01.14bdf921``; see ``version_keys``)
+    missing_target: int = 0  # rows without a target let in by dataset.drop_missing_target (dropped before the split)
+
+    def derived(self) -> list[str]:
+        """The checks whose bounds were derived from the data (the config left them out), one line each."""
+        return [f"{o.name}: {o.message}" for o in self.checks if "(derived: " in o.message]
 
 
 def ingest_partition(
@@ -83,6 +88,8 @@ def ingest_partition(
     repo = raw_repo(cfg)
     store.create_repo(repo, default_branch=WATCHED_BRANCH)
     rows = {name: len(df) for name, df in tables.items()}
+    target = cfg.dataset.target
+    missing_target = int(tables[main][target].isna().sum()) if target in tables[main].columns else 0
     changes = {raw_path(name, partition): to_parquet_bytes(df) for name, df in tables.items()}
     summary = PartitionSummary.of_frame(partition, tables[main], cfg.dataset.target)
     changes[summary_path(partition)] = summary.to_json().encode()
@@ -111,9 +118,11 @@ def ingest_partition(
     if landed.metadata.get(INGEST_ID) != token:  # nothing new: the same tables were already on the branch
         key = key_of(store, cfg, landed)
         return Ingested(partition=partition, data_version=landed.id, created=False, parent="", staged="", rows=rows,
-                        checks=[], key=key, message=f"partition {partition}: the same tables are already on "
+                        checks=[], key=key, missing_target=missing_target,
+                        message=f"partition {partition}: the same tables are already on "
                                                     f"{WATCHED_BRANCH} at {key}; no new data version")
     key = version_key([partition], landed.id)
     return Ingested(partition=partition, data_version=landed.id, created=True, parent=landed.parents[0],
                     staged=staged.id, rows=rows, checks=checks.outcomes if checks else [], key=key,
+                    missing_target=missing_target,
                     message=f"{landed.message}: data version {key}")

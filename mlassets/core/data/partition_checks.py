@@ -23,14 +23,36 @@ def _names(keys: Collection[str]) -> str:
     return f"partition {keys[0]}" if len(keys) == 1 else f"partitions {', '.join(keys)}"
 
 
+MIN_BAND, SPREAD = 0.5, 2.0  # dataset.row_change_band unset: twice the spread the partitions seen show, >= ±50%
+
+
+def row_band(cfg: DatasetConfig, reference: list[int]) -> tuple[float, str]:
+    """``dataset.row_change_band``, or, unset, ``SPREAD`` times the largest deviation of one seen partition from
+    the mean of the others (at least ``MIN_BAND``); and how it was derived ("" when configured)."""
+    import numpy as np
+
+    if cfg.row_change_band is not None:
+        return cfg.row_change_band, ""
+    counts = np.asarray(reference, dtype=np.float64)
+    if counts.size < 2:
+        return MIN_BAND, f"derived: ±{MIN_BAND:.0%} until two partitions are seen; dataset.row_change_band sets it"
+    others = (counts.sum() - counts) / (counts.size - 1)
+    spread = float(np.max(np.abs(counts / np.where(others > 0, others, 1) - 1)))
+    return max(MIN_BAND, SPREAD * spread), (
+        f"derived: {SPREAD:g}x the ±{spread:.0%} the {counts.size} partitions seen differ by, at least "
+        f"±{MIN_BAND:.0%}; dataset.row_change_band sets it")
+
+
 def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
-    """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions."""
+    """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions (see
+    ``row_band``)."""
     import numpy as np
 
     reference = [n for key, n in counts.items() if key not in new]
     if not reference or not new:
         return CheckOutcome("row_change", True, "no other partitions to compare the row counts with")
-    mean, band = float(np.mean(reference)), cfg.row_change_band
+    band, how = row_band(cfg, reference)
+    mean = float(np.mean(reference))
     bad = []
     for key in sorted(new):
         change = counts.get(key, 0) / mean - 1 if mean else 0.0
@@ -38,9 +60,10 @@ def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: Da
             others = f"{len(reference)} other partition{'s' if len(reference) > 1 else ''}"
             bad.append(f"partition {key}: {counts.get(key, 0)} rows, {change:+.0%} vs the mean {mean:.0f} of "
                        f"{others} (band ±{band:.0%})")
+    said = f" ({how})" if how else ""
     if bad:
-        return CheckOutcome("row_change", False, "; ".join(bad), len(bad))
-    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.0f} rows")
+        return CheckOutcome("row_change", False, "; ".join(bad) + said, len(bad))
+    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.0f} rows{said}")
 
 
 Values = TargetStats | pd.Series | None  # a partition's summary, or raw values (tests, small inputs)

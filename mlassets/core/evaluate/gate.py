@@ -5,7 +5,9 @@ Every rule is reported with its value, its limit and whether it passed, so a rej
 * ``sanity_finite`` / ``sanity_range``: predictions are finite and inside the configured range;
 * ``main_metric`` (with a champion): the candidate is at most ``tolerance`` worse overall in
   ``main_metric`` (``mae``/``rmse`` for regression, ``logloss``/``brier`` for binary models);
-  ``absolute_main_metric`` (first model): the candidate is under ``absolute_max_metric``;
+  ``absolute_main_metric`` (first model): the candidate is under ``absolute_max_metric``; without one,
+  ``baseline_main_metric``: it beats a naive baseline on the same holdout (``mlassets.core.evaluate.derived``,
+  which also derives the sanity range when ``prediction_min`` / ``prediction_max`` are unset);
 * ``slice <col>=<value>`` (with a champion, slice values of at least ``slice_min_rows`` rows): the candidate
   rejects only if its main metric on the slice is worse than the champion's by more than
   ``slice_max_regression`` *and* the paired bootstrap interval of the relative change lies entirely above
@@ -32,6 +34,7 @@ from mlassets.core.evaluate.rules import (
     main_rule,
     sanity_rules,
     slice_rules,
+    summarize_unjudged,
     unjudged_rule,
 )
 from mlassets.core.records import Record
@@ -66,8 +69,7 @@ class GateResult(Record):
             more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
             text = f"fail: {reasons[0]}{more}"
         if self.unjudged and self.passed:
-            text += f"; not judged (too few rows): {', '.join(u.describe() for u in self.unjudged[:5])}"
-            text += f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else ""
+            text += f"; not judged (too few rows): {summarize_unjudged(self.unjudged)}"
         if self.dropped_missing_target:
             text += f"; {self.dropped_missing_target} rows without a target were left out"
         return text

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlassets.core.config import GateConfig
-from mlassets.core.evaluate.metrics import get_metric
+from mlassets.core.evaluate.metrics import Metric, get_metric
 from mlassets.core.evaluate.record import Evaluation, SliceRow
 from mlassets.core.records import Record
 
@@ -36,6 +36,24 @@ class UnjudgedSlice(Record):
 
     def describe(self) -> str:
         return f"{self.slice}={self.value} ({self.n} rows < {self.min_rows})"
+
+
+def summarize_unjudged(unjudged: list[UnjudgedSlice], shown: int = 3) -> str:
+    """One clause per slice column, however many values it has: ``46 values of city with 3-41 rows (e.g. abilene
+    (12), ...)``; a single value is named as it is."""
+    by_column: dict[str, list[UnjudgedSlice]] = {}
+    for u in unjudged:
+        by_column.setdefault(u.slice, []).append(u)
+    parts = []
+    for column, values in by_column.items():
+        if len(values) == 1:
+            parts.append(values[0].describe())
+            continue
+        ns = [v.n for v in values]
+        examples = ", ".join(f"{v.value} ({v.n})" for v in sorted(values, key=lambda v: -v.n)[:shown])
+        parts.append(f"{len(values)} values of {column} with {min(ns)}-{max(ns)} rows < {values[0].min_rows} "
+                     f"(e.g. {examples})")
+    return "; ".join(parts)
 
 
 def rule(name: str, value: float, limit: float, passed: bool, reason: str) -> RuleResult:
@@ -69,6 +87,8 @@ def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
 
     metric = get_metric(cfg.main_metric)
     value = evaluation.candidate.get(metric.name, np.nan)
+    if evaluation.champion is None and cfg.absolute_max_metric is None:
+        return baseline_rule(evaluation, metric, value)
     if evaluation.champion is None:
         limit = cfg.absolute_max_metric
         if not np.isfinite(value):
@@ -89,6 +109,19 @@ def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
         f"{metric.label} {metric.fmt(value)} vs champion {metric.fmt(base)} "
         f"({pct(change)}, limit {limit_pct(cfg.tolerance)})",
     )
+
+
+def baseline_rule(evaluation: Evaluation, metric: Metric, value: float) -> RuleResult:
+    """A first model without ``gate.absolute_max_metric``: better than the naive baseline on the same holdout."""
+    import numpy as np
+
+    base = (evaluation.baseline or {}).get(metric.name, np.nan)
+    if not np.isfinite(base):  # no baseline measured (no training target): only finiteness is judged
+        return rule("baseline_main_metric", value, base, bool(np.isfinite(value)),
+                    f"candidate {metric.label} is not finite")
+    return rule("baseline_main_metric", value, base, bool(value < base),
+                f"{metric.label} {metric.fmt(value)} does not beat the naive baseline's {metric.fmt(base)} on the "
+                "same holdout, for a first model (no champion; gate.absolute_max_metric sets a limit instead)")
 
 
 def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
@@ -121,8 +154,7 @@ def slice_rules(cfg: GateConfig, evaluation: Evaluation) -> tuple[list[RuleResul
 
 def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
     """``gate.small_slices``: ``pass`` lists the unjudged slices; ``hold`` keeps the candidate back for them."""
-    listed = ", ".join(u.describe() for u in unjudged[:8]) + (f" and {len(unjudged) - 8} more" if len(unjudged) > 8
-                                                              else "")
+    listed = summarize_unjudged(unjudged)
     return rule("unjudged_slices", len(unjudged), 0, cfg.small_slices == "pass" or not unjudged,
                 f"{len(unjudged)} slice value(s) have too few holdout rows to judge (gate.small_slices: hold): "
                 f"{listed}")
