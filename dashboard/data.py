@@ -61,6 +61,21 @@ def diagnosis(telemetry_dir: Path) -> Diagnosis | None:
     return _diagnosis(*_stamp(telemetry_dir))
 
 
+def example_diagnosis(name: str) -> Diagnosis:
+    """One of the source's worked examples (``mlassets diagnose --example``), diagnosed like a recorded run."""
+    from mlassets.core.diagnose.examples import EXAMPLES
+    from mlassets.core.diagnose.report import diagnose_frame
+
+    return diagnose_frame(EXAMPLES[name]())
+
+
+def numbers_diagnosis(numbers: Any) -> Diagnosis:
+    """A step described by its parts (``mlassets.core.diagnose.examples.StepNumbers``), diagnosed."""
+    from mlassets.core.diagnose.report import diagnose_frame
+
+    return diagnose_frame(numbers.frame())
+
+
 def step_series(d: Diagnosis) -> pd.DataFrame:
     return over_steps(d.steps)
 
@@ -102,6 +117,27 @@ def run_links(run: RunDir) -> dict[str, str]:
                               f"{mlflow_run.info.run_id}"
         links["Dagster run"] = f"{dagster_url()}/runs/{mlflow_run.data.tags['dagster_run_id']}"
     return links
+
+
+def mlflow_run_url(run_id: str) -> str:
+    """An MLflow run's page in its experiment, on the training view ("" when the run is not found)."""
+    from mlassets.core import tracking
+
+    if not run_id or not _mlflow_ready():
+        return ""
+    try:
+        experiment = _client().get_run(run_id).info.experiment_id
+    except Exception:  # noqa: BLE001 - a deleted or foreign run: no link rather than a broken page
+        return ""
+    return f"{mlflow_url()}/#/experiments/{experiment}/runs/{run_id}{tracking.TRAINING_VIEW}"
+
+
+def model_version_url(model: str, version: int | str) -> str:
+    from urllib.parse import quote
+
+    from mlassets.core import tracking
+
+    return f"{mlflow_url()}/#/models/{quote(model, safe='')}/versions/{version}{tracking.TRAINING_VIEW}"
 
 
 def scaling_profile() -> dict[str, Any] | None:
