@@ -78,6 +78,9 @@ def test_sales_from_csv_files_to_a_champion_and_an_identical_rebuild(home: str, 
     assert [line.split()[0].split(".")[0] for line in out.splitlines()[1:]] == ["2024-01", "2024-02", "2024-03"]
     tracking.configure()
     assert live_version("sales_units") == "1" or live_version("sales_units") == "2"
+    code, out, err = cli(capsys, "history")  # no --model: the only config is the user's
+    assert code == 0, err
+    assert "promote" in out and "hash chain intact" in out
 
     shutil.rmtree(tmp_path / "sales" / "data")  # the rebuild reads the recorded commit, not the files
     code, out, err = cli(capsys, "rebuild", "sales_units", "--version", "1")
@@ -171,5 +174,11 @@ def test_a_table_without_time_goes_through_the_hash_split_to_a_champion(home, tm
     first = registry.record_of(registry.get_version("penguin_mass", "1"))
     assert first.gate_result.passed
     assert first.gate_result.dropped_missing_target == 1  # 2007's penguin without a body mass, in the record
+    assert "2007: 1 rows without a 'body_mass_g' were left out (dataset.drop_missing_target)" in out  # the run says
     code, out, _ = cli(capsys, "versions", "--config", config)
     assert code == 0 and "2007" in out and "2008" in out
+    header, first = out.splitlines()[:2]
+    assert header.endswith("no target") and first.endswith(" 1")  # 2007's penguin without a body mass
+    code, out, err = cli(capsys, "ingest", "--config", config, "--partition", "2009")
+    assert code == 0, err
+    assert "1 rows without a target 'body_mass_g': stored, and dropped before the split" in out
