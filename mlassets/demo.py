@@ -119,7 +119,7 @@ def _fmt(value: float | None, metric: str) -> str:
 def format_unjudged(rows: list[VersionRow], min_rows: int | None = None) -> str:
     """The slice values each gate could not judge (too few holdout rows), one summarized line per data version."""
     lines = [f"  {r.month}: {summarize_unjudged(r.unjudged)}" for r in rows if r.unjudged]
-    limit = f" ({min_rows})" if min_rows is not None else ""
+    limit = f", {min_rows}" if min_rows is not None else ""
     return "\n".join([f"Not judged by the slice rule (fewer holdout rows than gate.slice_min_rows{limit}):", *lines]) \
         if lines else ""
 

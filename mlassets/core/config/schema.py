@@ -81,8 +81,8 @@ class DatasetConfig:
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
     # Blocking count and distribution checks of new partitions against the rest of the version:
     row_change_band: float | None = None  # rows vs the others' mean; none: derived (data.partition_checks.row_band)
-    target_mean_band: float = 0.5  # |mean - reference mean| <= band * reference std
-    target_quantile_band: float = 0.5  # quartiles: |q - reference q| <= band * reference IQR
+    target_mean_band: float | None = None  # |mean - reference mean| <= band * reference std; none: data.bands
+    target_quantile_band: float | None = None  # quartiles: |q - reference q| <= band * reference IQR; none: derived
     tables: dict[str, TableConfig] = field(default_factory=dict)  # every other table the source delivers
 
     def __post_init__(self) -> None:

@@ -7,40 +7,19 @@ written at ingestion (``summary``). Bands come from the dataset config.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import pandas as pd
 
 from mlassets.core.config import DatasetConfig
+from mlassets.core.data.bands import QUARTILES, mean_shift, quartile_shifts, row_band, target_band
 from mlassets.core.data.outcome import CheckOutcome
 from mlassets.core.data.summary import TargetStats
-
-QUARTILES = {"q25": 0.25, "median": 0.5, "q75": 0.75}
 
 
 def _names(keys: Collection[str]) -> str:
     keys = sorted(keys)
     return f"partition {keys[0]}" if len(keys) == 1 else f"partitions {', '.join(keys)}"
-
-
-MIN_BAND, SPREAD = 0.5, 2.0  # dataset.row_change_band unset: twice the spread the partitions seen show, >= ±50%
-
-
-def row_band(cfg: DatasetConfig, reference: list[int]) -> tuple[float, str]:
-    """``dataset.row_change_band``, or, unset, ``SPREAD`` times the largest deviation of one seen partition from
-    the mean of the others (at least ``MIN_BAND``); and how it was derived ("" when configured)."""
-    import numpy as np
-
-    if cfg.row_change_band is not None:
-        return cfg.row_change_band, ""
-    counts = np.asarray(reference, dtype=np.float64)
-    if counts.size < 2:
-        return MIN_BAND, f"derived: ±{MIN_BAND:.0%} until two partitions are seen; dataset.row_change_band sets it"
-    others = (counts.sum() - counts) / (counts.size - 1)
-    spread = float(np.max(np.abs(counts / np.where(others > 0, others, 1) - 1)))
-    return max(MIN_BAND, SPREAD * spread), (
-        f"derived: {SPREAD:g}x the ±{spread:.0%} the {counts.size} partitions seen differ by, at least "
-        f"±{MIN_BAND:.0%}; dataset.row_change_band sets it")
 
 
 def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
@@ -51,7 +30,7 @@ def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: Da
     reference = [n for key, n in counts.items() if key not in new]
     if not reference or not new:
         return CheckOutcome("row_change", True, "no other partitions to compare the row counts with")
-    band, how = row_band(cfg, reference)
+    band, how = row_band(cfg.row_change_band, reference)
     mean = float(np.mean(reference))
     bad = []
     for key in sorted(new):
@@ -81,24 +60,26 @@ def _unchecked(name: str, new: TargetStats, reference: TargetStats, keys: Collec
     return None
 
 
-def validate_target_mean(new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
-    """|mean(new) - mean(reference)| <= ``target_mean_band`` reference standard deviations."""
+def validate_target_mean(new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig,
+                         seen: Sequence[TargetStats] = ()) -> CheckOutcome:
+    """|mean(new) - mean(reference)| <= ``target_mean_band`` reference standard deviations (unset: derived from
+    the reference partitions ``seen``, see ``bands.target_band``)."""
     new, reference = _stats(new), _stats(reference)
     skipped = _unchecked("target_mean", new, reference, keys)
     if skipped:
         return skipped
-    std = reference.std
-    scale = std if std > 0 else max(abs(reference.mean), 1.0)
-    shift = (new.mean - reference.mean) / scale
+    shift = mean_shift(new, reference)
+    band, how = target_band(cfg.target_mean_band, "target_mean_band", seen, mean_shift, "std")
     text = (f"column {cfg.target!r}: mean {new.mean:.4g} in {_names(keys)} vs {reference.mean:.4g} in the "
-            f"others, a shift of {shift:+.2f} std (band ±{cfg.target_mean_band:g})")
-    return CheckOutcome("target_mean", abs(shift) <= cfg.target_mean_band, text, int(abs(shift) > cfg.target_mean_band))
+            f"others, a shift of {shift:+.2f} std (band ±{band:.2g}{f'; {how}' if how else ''})")
+    return CheckOutcome("target_mean", abs(shift) <= band, text, int(abs(shift) > band))
 
 
 def validate_target_quantiles(
-    new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig
+    new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig, seen: Sequence[TargetStats] = (),
 ) -> CheckOutcome:
-    """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles."""
+    """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles (unset:
+    derived from the reference partitions ``seen``, see ``bands.target_band``)."""
     if cfg.task == "binary":
         return CheckOutcome("target_quantiles", True, "binary target: quartiles say nothing; the mean check judges it")
     new, reference = _stats(new), _stats(reference)
@@ -107,14 +88,14 @@ def validate_target_quantiles(
         return skipped
     ref_q = {n: reference.quantile(q) for n, q in QUARTILES.items()}
     new_q = {n: new.quantile(q) for n, q in QUARTILES.items()}
-    iqr = ref_q["q75"] - ref_q["q25"]
-    scale = iqr if iqr > 0 else (reference.std or 1.0)
-    shifts = {n: (new_q[n] - ref_q[n]) / scale for n in QUARTILES}
-    band = cfg.target_quantile_band
+    shifts = quartile_shifts(new, reference)
+    band, how = target_band(cfg.target_quantile_band, "target_quantile_band", seen,
+                            lambda a, b: max(map(abs, quartile_shifts(a, b).values())), "IQR")
+    said = f"; {how}" if how else ""
     bad = [f"{n} {new_q[n]:.4g} vs {ref_q[n]:.4g} ({shifts[n]:+.2f} IQR)" for n in QUARTILES if abs(shifts[n]) > band]
     if bad:
-        text = f"column {cfg.target!r} in {_names(keys)}: {', '.join(bad)}; band ±{band:g} IQR"
+        text = f"column {cfg.target!r} in {_names(keys)}: {', '.join(bad)}; band ±{band:.2g} IQR{said}"
         return CheckOutcome("target_quantiles", False, text, len(bad))
     worst = max(shifts.values(), key=abs)
     return CheckOutcome("target_quantiles", True, f"column {cfg.target!r}: quartiles within {worst:+.2f} IQR "
-                                                  f"of the others (band ±{band:g})")
+                                                  f"of the others (band ±{band:.2g}{said})")

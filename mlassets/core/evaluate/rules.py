@@ -51,8 +51,8 @@ def summarize_unjudged(unjudged: list[UnjudgedSlice], shown: int = 3) -> str:
             continue
         ns = [v.n for v in values]
         examples = ", ".join(f"{v.value} ({v.n})" for v in sorted(values, key=lambda v: -v.n)[:shown])
-        parts.append(f"{len(values)} values of {column} with {min(ns)}-{max(ns)} rows < {values[0].min_rows} "
-                     f"(e.g. {examples})")
+        rows = f"{min(ns)} rows each" if min(ns) == max(ns) else f"{min(ns)}-{max(ns)} rows"
+        parts.append(f"{len(values)} values of {column} with {rows} < {values[0].min_rows} (e.g. {examples})")
     return "; ".join(parts)
 
 

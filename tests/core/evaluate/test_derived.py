@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from mlassets.core.config import DatasetConfig, GateConfig, load_config, shipped_configs
-from mlassets.core.data.partition_checks import row_band, validate_row_change
+from mlassets.core.data.bands import row_band
+from mlassets.core.data.partition_checks import validate_row_change, validate_target_mean, validate_target_quantiles
 from mlassets.core.data.schema import min_rows_of, validate_min_rows
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.gate import evaluate_gate
@@ -74,8 +75,8 @@ def test_a_binary_model_is_judged_against_the_base_rate_in_zero_to_one() -> None
 
 
 def _dataset(**values: object) -> DatasetConfig:
-    return dataclasses.replace(load_config(shipped_configs()["flights"]).dataset, min_rows=None,
-                               row_change_band=None, sample_fraction=1.0, **values)
+    return dataclasses.replace(load_config(shipped_configs()["flights"]).dataset, **{
+        "min_rows": None, "row_change_band": None, "sample_fraction": 1.0, **values})
 
 
 def test_row_bands_are_read_from_the_partitions_seen() -> None:
@@ -86,13 +87,34 @@ def test_row_bands_are_read_from_the_partitions_seen() -> None:
     assert not short.passed and short.message == ("partition 2012: 40 rows, fewer than the minimum 56 (derived: 10% "
                                                   "of the median 552 rows of 3 other partitions; dataset.min_rows "
                                                   "sets it)")
-    assert row_band(ds, [1000]) == (0.5, "derived: ±50% until two partitions are seen; dataset.row_change_band "
-                                         "sets it")
-    band, how = row_band(ds, [100, 150, 100])  # one of them 50% above the others: twice that is allowed
+    assert row_band(ds.row_change_band, [1000]) == (
+        0.5, "derived: ±50% until two partitions are seen; dataset.row_change_band sets it")
+    band, how = row_band(ds.row_change_band, [100, 150, 100])  # one of them 50% above the others: twice that is allowed
     assert band == pytest.approx(1.0) and how.startswith("derived: 2x the ±50% the 3 partitions seen differ by")
     grown = validate_row_change({"a": 100, "b": 150, "c": 100, "d": 190}, ["d"], ds)
     assert grown.passed and grown.message.endswith("at least ±50%; dataset.row_change_band sets it)")
-    assert row_band(dataclasses.replace(ds, row_change_band=0.3), [100, 150]) == (0.3, "")  # configured: as given
+    assert row_band(0.3, [100, 150]) == (0.3, "")  # configured: as given
+
+
+def test_a_target_that_trends_widens_its_own_band_as_the_history_shows_it() -> None:
+    """Prices up 3% a year, cities 30% apart: against eight years pooled, the ninth is 0.9 std up."""
+    from mlassets.core.data.summary import TargetStats
+
+    ds = _dataset(target_mean_band=None, target_quantile_band=None)
+    rng = np.random.default_rng(0)
+    base = rng.lognormal(np.log(120_000), 0.3, 46)
+    years = [TargetStats.of_values(pd.Series(base * 1.03**y * rng.lognormal(0, 0.05, 46))) for y in range(9)]
+    seen, new = years[:8], years[8]
+    reference = TargetStats.merge(seen)
+    strict = validate_target_mean(new, reference, ["2008"], dataclasses.replace(ds, target_mean_band=0.5))
+    assert not strict.passed  # the platform's former default: every later year of a trend is rejected
+    derived = validate_target_mean(new, reference, ["2008"], ds, seen)
+    assert derived.passed and "derived: 2x the ±" in derived.message
+    assert "the 8 partitions seen differ by" in derived.message
+    quartiles = validate_target_quantiles(new, reference, ["2008"], ds, seen)
+    assert quartiles.passed and "dataset.target_quantile_band sets it" in quartiles.message
+    crashed = TargetStats.of_values(pd.Series(base * 0.4))  # a delivery in thousands of dollars, say
+    assert not validate_target_mean(crashed, reference, ["2008"], ds, seen).passed
 
 
 def test_many_small_slices_are_summarised_in_one_clause_per_column() -> None:
