@@ -40,7 +40,7 @@ def housing_table(seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_housing(directory: Path, years: list[int]) -> Path:
+def write_housing(directory: Path, years: list[int], epochs: int = 40) -> Path:
     """The table as one CSV and a config that names no threshold (every gate and band key is derived); the
     time split runs on a date built from ``year`` and ``month`` (the fractional ``date`` is not a date)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -60,7 +60,7 @@ def write_housing(directory: Path, years: list[int]) -> Path:
         "features": {"categorical": ["city"], "numeric": ["month", "sales", "listings", "inventory"],
                      "holdout_days": 62, "validation_days": 62},  # monthly rows: two months each
         "model": {"registered_name": "housing_median", "output_min": 0},
-        "training": {"epochs": 40, "batch_size": 64},  # a few hundred rows a year: more passes than flights needs
+        "training": {"epochs": epochs, "batch_size": 64},  # a few hundred rows a year: more passes than flights needs
     }
     path = directory / "housing.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -182,3 +182,37 @@ def test_a_table_without_time_goes_through_the_hash_split_to_a_champion(home, tm
     code, out, err = cli(capsys, "ingest", "--config", config, "--partition", "2009")
     assert code == 0, err
     assert "1 rows without a target 'body_mass_g': stored, and dropped before the split" in out
+
+
+def test_a_table_of_years_and_months_reaches_a_champion_with_no_threshold_in_its_config(home, tmp_path, capsys):
+    """The first hour with a Texas-housing-like table (tests/housing.py): its fractional-year dates are refused as
+    dates, a date built from year and month splits it by time, bare years are its keys, and every gate and band
+    threshold is derived from the data and said."""
+    from tests.housing import write_housing
+
+    config = write_housing(tmp_path / "housing", [2000, 2001])
+    data = yaml.safe_load(config.read_text())
+    assert "gate" not in data and not {"min_rows", "row_change_band", "target_mean_band"} & set(data["dataset"])
+    as_given = yaml.safe_load(config.read_text())
+    columns = as_given["dataset"]["columns"]
+    columns.pop("month_start")
+    columns["date"], as_given["dataset"]["time_column"] = {"dtype": "datetime"}, "date"
+    (tmp_path / "housing" / "as_given.yaml").write_text(yaml.safe_dump(as_given))
+    code, _, err = cli(capsys, "ingest", "--config", str(tmp_path / "housing" / "as_given.yaml"), "--partition", "2000")
+    assert code == 2 and "column 'date', row 2: '2000.0' is not a date or time in ISO 8601" in err
+
+    code, out, err = cli(capsys, "ingest", "--config", str(config), "--partition", "2000")
+    assert code == 0, err
+    assert "data version 2000." in out and "min_rows: every partition has at least 1 rows (derived: " in out
+    code, out, err = cli(capsys, "run", "--config", str(config))
+    assert code == 0, out + err
+    assert " pass " in out and "derived a first model must beat the naive baseline: MAE " in out
+    assert "derived sanity range [" in out and "(gate.prediction_min / prediction_max)" in out
+    code, out, err = cli(capsys, "ingest", "--config", str(config), "--partition", "2001")
+    assert code == 0 and "target_mean: " in out and "derived: ±0.5 std until two partitions are seen" in out
+    code, out, err = cli(capsys, "run", "--config", str(config))
+    assert code == 0, out + err
+    assert "2001: 46 values of city with 3 rows each < 200 (e.g. " in out  # one line for 46 small slices
+    code, out, _ = cli(capsys, "versions", "--config", str(config))
+    assert out.splitlines()[0].split()[:4] == ["data", "version", "years", "added"]
+    assert [line.split()[0][:5] for line in out.splitlines()[1:]] == ["2000.", "2001."]

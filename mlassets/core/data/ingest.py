@@ -65,7 +65,7 @@ class Ingested(Record):
 
     def derived(self) -> list[str]:
         """The checks whose bounds were derived from the data (the config left them out), one line each."""
-        return [f"{o.name}: {o.message}" for o in self.checks if "(derived: " in o.message]
+        return [f"{o.name}: {o.message}" for o in self.checks if "derived: " in o.message]
 
 
 def ingest_partition(
