@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.version_keys import shown
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
@@ -139,7 +140,7 @@ def format_table(rows: list[VersionRow], label: str = "month") -> str:
     metric = rows[0].metric if rows else "mae"
     name = _NAMES.get(metric, metric)
     header = [label, "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
-    lines = [[r.month, r.data_version, _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
+    lines = [[r.month, shown(r.data_version), _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
               r.decision, "-" if r.champion_version in ("", "none") else f"v{r.champion_version}",
               "; ".join(r.reasons) or "-"] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]

@@ -10,7 +10,7 @@ import dagster as dg
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.store import VersionedStore, open_store
-from mlassets.core.data.version_keys import added_partitions
+from mlassets.core.data.version_keys import added_partitions, shown
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.records import RecordError, RecordFiles
 from mlassets.core.registry.promotion import PromotionLog
@@ -68,7 +68,7 @@ def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:
         return "(no data versions yet)"
     dropped = any(r.dropped_missing_target for r in rows)
     header = ["data version", f"{label}s added", "gate", "model", "champion", *(["no target"] if dropped else [])]
-    lines = [[r.version, ", ".join(r.partitions) or "-", r.gate,
+    lines = [[shown(r.version), ", ".join(r.partitions) or "-", r.gate,
               f"v{r.model_version}" if r.model_version != "-" else "-", "yes" if r.champion else "",
               *([str(r.dropped_missing_target or "")] if dropped else [])] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]

@@ -45,6 +45,12 @@ def is_commit_id(key: str) -> bool:
     return isinstance(key, str) and bool(_COMMIT.fullmatch(key))
 
 
+def shown(key: str) -> str:
+    """A key as tables print it: readable keys whole, an old home's commit-id key by its first 12 digits (which
+    ``--version`` takes)."""
+    return key[:12] if is_commit_id(key) else key
+
+
 def check_version_key(key: str) -> str:
     """A data-version partition key (readable, or an old full commit id), checked before it names any path."""
     if not isinstance(key, str) or not (_KEY.fullmatch(key) or _COMMIT.fullmatch(key)):

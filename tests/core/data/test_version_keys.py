@@ -16,6 +16,7 @@ from mlassets.core.data.version_keys import (
     key_of,
     matching,
     resolve_key,
+    shown,
     version_key,
     version_map,
 )
@@ -46,6 +47,7 @@ def test_keys_sort_by_partition_and_are_valid_dagster_keys_store_refs_and_file_n
         assert "..." not in key and validate_ref(key) == key and check_version_key(key) == key
         assert files.path(["flights", "gate_result"], key).name == f"{key}.json"
     assert check_version_key(COMMIT) == COMMIT  # an old home's key: the full commit id
+    assert shown(COMMIT) == COMMIT[:12] and shown("2013-03.6870220f") == "2013-03.6870220f"  # as tables print them
     for bad in ("2013-03", "../x.6870220f", "2013-03.XYZ", "a b.6870220f", ""):
         with pytest.raises(ValueError, match="not a data-version key"):
             check_version_key(bad)
