@@ -115,9 +115,11 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
     assert passed and passed[0] < len(rows) - 1, [(r.month, r.decision, r.reasons) for r in rows]
     assert evaluations[passed[0] + 1]["champion_logloss"] > 0  # compared with the champion on the same week
 
+    import mlflow
+
     tracking.configure()
     champion = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
-    run = tracking.mlflow.get_run(champion.run_id)
+    run = mlflow.get_run(champion.run_id)  # tracking imports MLflow only inside its functions now
     assert {"val_logloss", "best_val_logloss"} <= set(run.data.metrics) and "val_mae" not in run.data.metrics
     assert run.data.params["training.loss"] == "auto"
     week = partition_frame(partition_tables(cfg, "2024-W06"), cfg)  # raw rows plus the derived features
