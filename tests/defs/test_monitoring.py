@@ -186,7 +186,7 @@ def test_the_sensor_reads_records_and_skips_an_unreadable_one(home, tmp_path):
             path.write_text("{not json")
         instance.report_runless_asset_event(dg.AssetMaterialization(
             asset_key=keys.drift_report, partition=version, metadata={"record": dg.MetadataValue.path(str(path))}))
-    stack = Stack(cfg, defs, instance, {})
+    stack = Stack(cfg, defs, instance, {}, {})
     data = _tick(stack, None)
     assert [(r.partition_key, r.tags[RETRAIN_REASON]) for r in data.run_requests] == [
         (drifted, "feature x: PSI 0.90 > 0.5 (all rows)")]
