@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,16 @@ def home() -> Path:
 
 
 def dagster_url() -> str:
-    return os.environ.get("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3000").rstrip("/")
+    """The Dagster UI, as links are made everywhere (the one UI setting, read when a page is shown)."""
+    from mlassets.core.ui_urls import ui_urls
+
+    return ui_urls().dagster
 
 
 def mlflow_url() -> str:
-    return os.environ.get("MLASSETS_MLFLOW_URL", "http://127.0.0.1:5000").rstrip("/")
+    from mlassets.core.ui_urls import ui_urls
+
+    return ui_urls().mlflow
 
 
 def training_runs() -> list[RunDir]:
@@ -55,6 +59,21 @@ def _diagnosis(directory: str, _mtime: float) -> Diagnosis | None:
 def diagnosis(telemetry_dir: Path) -> Diagnosis | None:
     """The run's diagnosis (cached until its telemetry changes)."""
     return _diagnosis(*_stamp(telemetry_dir))
+
+
+def example_diagnosis(name: str) -> Diagnosis:
+    """One of the source's worked examples (``mlassets diagnose --example``), diagnosed like a recorded run."""
+    from mlassets.core.diagnose.examples import EXAMPLES
+    from mlassets.core.diagnose.report import diagnose_frame
+
+    return diagnose_frame(EXAMPLES[name]())
+
+
+def numbers_diagnosis(numbers: Any) -> Diagnosis:
+    """A step described by its parts (``mlassets.core.diagnose.examples.StepNumbers``), diagnosed."""
+    from mlassets.core.diagnose.report import diagnose_frame
+
+    return diagnose_frame(numbers.frame())
 
 
 def step_series(d: Diagnosis) -> pd.DataFrame:
@@ -98,6 +117,27 @@ def run_links(run: RunDir) -> dict[str, str]:
                               f"{mlflow_run.info.run_id}"
         links["Dagster run"] = f"{dagster_url()}/runs/{mlflow_run.data.tags['dagster_run_id']}"
     return links
+
+
+def mlflow_run_url(run_id: str) -> str:
+    """An MLflow run's page in its experiment, on the training view ("" when the run is not found)."""
+    from mlassets.core import tracking
+
+    if not run_id or not _mlflow_ready():
+        return ""
+    try:
+        experiment = _client().get_run(run_id).info.experiment_id
+    except Exception:  # noqa: BLE001 - a deleted or foreign run: no link rather than a broken page
+        return ""
+    return f"{mlflow_url()}/#/experiments/{experiment}/runs/{run_id}{tracking.TRAINING_VIEW}"
+
+
+def model_version_url(model: str, version: int | str) -> str:
+    from urllib.parse import quote
+
+    from mlassets.core import tracking
+
+    return f"{mlflow_url()}/#/models/{quote(model, safe='')}/versions/{version}{tracking.TRAINING_VIEW}"
 
 
 def scaling_profile() -> dict[str, Any] | None:

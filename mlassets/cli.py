@@ -67,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_commands(sub)
     ui = sub.add_parser("ui", help="Dagster webserver and MLflow UI on the embedded stack")
     ui.add_argument("--host", default="127.0.0.1")
-    ui.add_argument("--port", type=int, default=3000)
-    ui.add_argument("--mlflow-port", type=int, default=5000, help="0 to skip the MLflow UI")
+    ui.add_argument("--port", type=int, default=None,
+                    help="the Dagster UI's port (default: the UI setting's, $MLASSETS_HOME/ui.json, else 3000)")
+    ui.add_argument("--mlflow-port", type=int, default=None,
+                    help="the MLflow UI's port (default: the setting's, else 5000); 0 to skip the MLflow UI")
     ui.add_argument("--config", action="append", default=[],
                     help="a dataset config to show (a shipped name or a YAML file; repeatable)")
     ui.set_defaults(func=cmd_ui)

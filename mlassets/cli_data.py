@@ -30,11 +30,12 @@ def label(cfg: PipelineConfig) -> str:
 
 
 def _print_rows(cfg: PipelineConfig, rows: list) -> None:
-    from mlassets.demo import format_table, format_unjudged
+    from mlassets.demo import format_notes, format_table, format_unjudged
 
     print(format_table(rows, label(cfg)))
-    if unjudged := format_unjudged(rows):
-        print(f"\n{unjudged}")
+    for text in (format_unjudged(rows, cfg.gate.slice_min_rows), format_notes(rows, cfg.dataset.target)):
+        if text:
+            print(f"\n{text}")
 
 
 def _failed(rows: list) -> int:
@@ -93,12 +94,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(ingested.message)
     for note in ingested.notes:
         print(f"  note: {note}")
+    if ingested.missing_target:
+        print(f"  {ingested.missing_target} rows without a target {cfg.dataset.target!r}: stored, and dropped before "
+              "the split (dataset.drop_missing_target)")
+    for line in ingested.derived():
+        print(f"  {line}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
+    from mlassets.core.data.version_keys import matching
     from mlassets.demo import play
     from mlassets.instance import get_instance
     from mlassets.versions import data_versions
@@ -108,10 +115,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not known:
         raise ConfigError(f"{cfg.dataset.name} has no data version yet: mlassets ingest --config {args.config} ...")
     wanted = known[-1].version if args.version == "latest" else args.version
-    found = [v for v in known if v.version == wanted or (len(wanted) >= 8 and v.version.startswith(wanted))]
+    names = matching([v.version for v in known], {v.version: v.commit for v in known}, wanted)
+    found = [v for v in known if v.version in names]
     if len(found) != 1:
-        raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}")
-    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, force=args.force)
+        listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
+        raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
+                          f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
+    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
+               force=args.force)
     _print_rows(cfg, [row])
     return _failed([row])
 
@@ -170,7 +181,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ingest.set_defaults(func=cmd_ingest)
     run = sub.add_parser("run", help="the pipeline for one data version (same table as the demo)")
     run.add_argument("--config", default="flights", help=config_help)
-    run.add_argument("--version", default="latest", help="a data version id (or its first 8+ characters), or latest")
+    run.add_argument("--version", default="latest",
+                     help="a data version: its key (2024-03.6870220f), partition (2024-03), commit id (or its first "
+                          "8+ characters), or latest")
     run.add_argument("--force", action="store_true",
                      help="train even when the run's expected cost (steps x measured step time) is over "
                           "training.budget_hours")

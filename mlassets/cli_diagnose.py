@@ -56,8 +56,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("diagnose", help="why a training run is slow: bottleneck and straggler verdicts")
-    parser.add_argument("run", nargs="?", help="run id (8+ chars), data version, or a run/telemetry folder; "
-                                               "none: list the recorded runs")
+    parser.add_argument("run", nargs="?", help="run id (8+ chars), data version (its key or commit), or a "
+                                               "run/telemetry folder; none: list the recorded runs")
     parser.add_argument("--example", choices=sorted(EXAMPLES), help="diagnose a worked example of the source")
     parser.add_argument("--trace-serving", metavar="MODEL", help="trace batch inference of MODEL's champion by "
                                                                  "stage (spans for the Serving latency page)")

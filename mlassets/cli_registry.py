@@ -19,8 +19,18 @@ if TYPE_CHECKING:  # the commands import MLflow, torch and SQLAlchemy only when 
 
 
 def default_model() -> str:
-    """The registered model of the shipped ``flights`` config."""
-    return load_config(shipped_configs()["flights"]).model.registered_name
+    """The registered model of the one dataset config this stack builds graphs for (``$MLASSETS_CONFIGS`` or the
+    configs ``ingest``, ``run`` and ``demo`` registered); the shipped flights config's when none is registered;
+    an error naming the choices when there are several."""
+    from mlassets.core.config import ConfigError, config_paths
+
+    names = sorted({load_config(p).model.registered_name for p in config_paths()})
+    if len(names) == 1:
+        return names[0]
+    if not names or set(names) == {load_config(p).model.registered_name for p in shipped_configs().values()}:
+        return load_config(shipped_configs()["flights"]).model.registered_name  # nothing of one's own yet
+    raise ConfigError(f"--model: this stack has {len(names)} models ({', '.join(names)}); name one with --model "
+                      "or --config")
 
 
 def _connect() -> None:
@@ -154,7 +164,7 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    model_help = "registered model name (default: the flights config's)"
+    model_help = "registered model name (default: the one registered config's, else the flights config's)"
     promote = sub.add_parser("promote", help="move `champion` to a version with a passing gate (logged)")
     promote.add_argument("version", help="model version number (3 or v3)")
     promote.add_argument("--model", default="", help=model_help)

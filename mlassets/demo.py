@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.data.version_keys import shown
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.registry.record import ChampionDecision
+from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
+from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
 from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
 
@@ -19,7 +21,7 @@ from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
 @dataclass
 class VersionRow:
     month: str
-    data_version: str
+    data_version: str  # its partition key, 2013-03.6870220f
     metric: str  # the gate's main metric: mae, rmse, logloss, brier or accuracy
     candidate_metric: float | None
     champion_metric: float | None
@@ -29,19 +31,26 @@ class VersionRow:
     seconds: float
     run_id: str
     success: bool
-    unjudged: list[str] = field(default_factory=list)  # slice values the gate had too few rows to judge
+    unjudged: list[UnjudgedSlice] = field(default_factory=list)  # slice values with too few rows to judge
+    commit: str = ""  # the data version's full commit id
+    derived: list[str] = field(default_factory=list)  # thresholds the evaluation derived from the data
+    dropped_missing_target: int = 0  # rows without a target left out of training and the holdout
 
 
-def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float) -> VersionRow:
+def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float,
+                commit: str = "") -> VersionRow:
     """What the pipeline run of a data version decided, read from the records it handed on."""
     keys = DatasetKeys.of(cfg)
     evaluation = run.record(keys.evaluation, version)
     gate = run.record(keys.gate_result, version)
+    registered = run.record(keys.registered_model, version)
+    if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
+        gate = registered.record.gate_result  # a rejected version's gate_result fails; its verdict is registered
     champion = run.record(keys.champion, version)
     unjudged: list[str] = []
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
-        reasons, unjudged = gate.reasons(), [u.describe() for u in gate.unjudged]
+        reasons, unjudged = gate.reasons(), list(gate.unjudged)
     elif run.failed_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in run.failed_checks]
     else:
@@ -58,15 +67,19 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
         champion_metric=(evaluation.champion or {}).get(metric) if scored else None,
         decision=decision, reasons=reasons, champion_version=champion_version,
         seconds=seconds, run_id=run.run_id, success=run.success, unjudged=unjudged,
+        commit=commit or (evaluation.data_version if scored else ""),
+        derived=list(evaluation.derived) if scored else [],
+        dropped_missing_target=evaluation.dropped_missing_target if scored else 0,
     )
 
 
 def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str,
-         force: bool = False) -> VersionRow:
-    """Run the pipeline for one data version; its row of the demo table (``force``: over the run budget too)."""
+         commit: str = "", force: bool = False) -> VersionRow:
+    """Run the pipeline for one data version (its partition key); its row of the demo table (``force``: over the
+    run budget too)."""
     start = time.perf_counter()
     run = run_pipeline(instance, cfg, version, force)
-    return version_row(cfg, partition, version, run, time.perf_counter() - start)
+    return version_row(cfg, partition, version, run, time.perf_counter() - start, commit)
 
 
 def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
@@ -89,9 +102,10 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
         if not ingested.created:
             progress(f"      {ingested.message}")
             continue
-        version = ingested.data_version
-        progress(f"      data version {version[:12]}: snapshot -> validate -> features -> train -> gate")
-        row = play(instance, cfg, month, version, force)
+        for line in ingested.derived():
+            progress(f"      {line}")
+        progress(f"      data version {ingested.key}: snapshot -> validate -> features -> train -> gate")
+        row = play(instance, cfg, month, ingested.key, ingested.data_version, force)
         champion = "none" if row.champion_version in ("", "none") else f"v{row.champion_version}"
         progress(f"      {row.decision}; champion {champion} ({row.seconds:.1f} s)")
         rows.append(row)
@@ -105,18 +119,30 @@ def _fmt(value: float | None, metric: str) -> str:
     return "-" if value is None else f"{value:.2f}" if metric in ("mae", "rmse") else f"{value:.4f}"
 
 
-def format_unjudged(rows: list[VersionRow]) -> str:
-    """The slice values each gate could not judge (too few holdout rows), one line per data version."""
-    lines = [f"  {r.month}: {', '.join(r.unjudged)}" for r in rows if r.unjudged]
-    return "\n".join(["Not judged by the slice rule (fewer holdout rows than gate.slice_min_rows):", *lines]) \
+def format_unjudged(rows: list[VersionRow], min_rows: int | None = None) -> str:
+    """The slice values each gate could not judge (too few holdout rows), one summarized line per data version."""
+    lines = [f"  {r.month}: {summarize_unjudged(r.unjudged)}" for r in rows if r.unjudged]
+    limit = f", {min_rows}" if min_rows is not None else ""
+    return "\n".join([f"Not judged by the slice rule (fewer holdout rows than gate.slice_min_rows{limit}):", *lines]) \
         if lines else ""
+
+
+def format_notes(rows: list[VersionRow], target: str = "target") -> str:
+    """What else a run should say: thresholds derived from the data, and rows left out for a missing target."""
+    lines = []
+    for r in rows:
+        lines += [f"  {r.month}: derived {line}" for line in r.derived]
+        if r.dropped_missing_target:
+            lines.append(f"  {r.month}: {r.dropped_missing_target} rows without a {target!r} were left out "
+                         "(dataset.drop_missing_target)")
+    return "\n".join(["Said by the data (set the keys named to choose them yourself):", *lines]) if lines else ""
 
 
 def format_table(rows: list[VersionRow], label: str = "month") -> str:
     metric = rows[0].metric if rows else "mae"
     name = _NAMES.get(metric, metric)
     header = [label, "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
-    lines = [[r.month, r.data_version[:12], _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
+    lines = [[r.month, shown(r.data_version), _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
               r.decision, "-" if r.champion_version in ("", "none") else f"v{r.champion_version}",
               "; ".join(r.reasons) or "-"] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header[:-1])]

@@ -120,9 +120,14 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
     return ingested
 
 
-def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, version: str, force: bool = False) -> Run:
-    """Everything downstream of the raw data, for one data version (tagged with its name, ``2013-03 · 6870220f``);
-    ``force``: train even when the run's expected cost is over ``training.budget_hours``."""
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False) -> Run:
+    """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
+    old home's full commit id works too), the run tagged with its name and commit; ``force``: train even when the
+    run's expected cost is over ``training.budget_hours``."""
+    from mlassets.core.data.store import open_store
+    from mlassets.core.data.version_keys import resolve_key
+
     register(cfg)
-    tags = {**version_run_tags(cfg, version), **({FORCE_TAG: "budget"} if force else {})}
-    return execute(instance, pipeline_job_name(cfg), version, tags=tags)
+    store = open_store()
+    tags = {**version_run_tags(cfg, resolve_key(store, cfg, key), store), **({FORCE_TAG: "budget"} if force else {})}
+    return execute(instance, pipeline_job_name(cfg), key, tags=tags)

@@ -4,7 +4,10 @@ home's lock, its one code server (which the webserver reaches through the same w
 and the run monitor (``mlassets.daemon``). A second ``mlassets ui`` or ``mlassets daemon`` on the home is refused.
 
 It fails fast, before starting anything, when a port is taken or the home has a daemon; says when each UI
-answers; and stops all of them, with a non-zero exit, when one of them dies.
+answers; and stops all of them, with a non-zero exit, when one of them dies. The addresses it serves become the
+UI setting every link is made from (``mlassets.core.ui_urls``; ports not given are the setting's), and links made
+under earlier addresses are redirected here (``mlassets.links``). MLflow runs as ``mlassets.mlflow_ui``: opened
+bare, it shows the experiment's training runs, without the GenAI view, the telemetry notice or the assistant panel.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from mlassets import settings
-from mlassets.core import paths, tracking
+from mlassets.core import paths, tracking, ui_urls
 from mlassets.instance import get_instance, prepare_home
+from mlassets.links import start_redirects
 
 READY_TIMEOUT_S = 300.0
 
@@ -62,6 +67,13 @@ def dashboard_command(host: str, port: int) -> list[str]:
             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
 
 
+def default_port(kind: str) -> int:
+    """The port of ``kind``'s address in the UI setting when it is on this machine, else the default's."""
+    url = urlsplit(ui_urls.ui_urls().of(kind))
+    fallback = urlsplit(ui_urls.DEFAULTS[kind]).port or 0
+    return (url.port or fallback) if url.hostname in ("127.0.0.1", "localhost") else fallback
+
+
 def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.yaml") -> list[Server]:
     """What ``mlassets ui`` starts beside the daemon's tree; ``PortTaken`` names a port of Dagster or MLflow that is
     in use. The webserver loads ``workspace`` (the home's code server)."""
@@ -73,11 +85,11 @@ def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.
     out = [Server("Dagster UI", [os.path.join(bin_dir, "dagster-webserver"), "-w", workspace, "-h", host,
                                  "-p", str(port)], f"http://{host}:{port}", "/server_info")]
     if mlflow_port:
-        out.append(Server("MLflow UI", [os.path.join(bin_dir, "mlflow"), "server", "--backend-store-uri",
+        out.append(Server("MLflow UI", [sys.executable, "-m", "mlassets.mlflow_ui", "--backend-store-uri",
                                         paths.mlflow_tracking_uri(), "--default-artifact-root",
                                         paths.mlflow_artifact_root(), "--host", host, "--port", str(mlflow_port),
                                         "--workers", "1"], f"http://{host}:{mlflow_port}", "/health"))
-    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT", "8501"))
+    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT") or default_port("dashboard"))
     if dashboard_port:
         free = _free(host, dashboard_port)
         out.append(Server("dashboard", dashboard_command(host, free), f"http://{host}:{free}", "/_stcore/health"))
@@ -92,20 +104,36 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _training_runs_link(host: str, mlflow_port: int) -> str:
-    """The experiment's training runs in the MLflow UI this starts (its bare address opens MLflow's GenAI view)."""
+def _training_runs_route(mlflow_port: int) -> str:
+    """The experiment's training runs, as an MLflow UI route (``#/experiments/…``); "" in production."""
     if not mlflow_port or settings.production():
         return ""
-    experiment = tracking.configure()
-    return f"http://{host}:{mlflow_port}/#/experiments/{experiment}/runs?workflowType=machine_learning"
+    return f"#/experiments/{tracking.configure()}/runs?workflowType=machine_learning"
 
 
-def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) -> int:
-    """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died."""
+def _remember(planned: list[Server]) -> list:
+    """Make the addresses served the UI setting; redirect the earlier ones (``mlassets.links``)."""
+    by_name = {s.name: s.url.replace("://0.0.0.0:", "://127.0.0.1:") for s in planned}
+    current = ui_urls.ui_urls()
+    urls = ui_urls.save(by_name.get("Dagster UI", current.dagster), by_name.get("MLflow UI", current.mlflow),
+                        by_name.get("dashboard", current.dashboard))
+    redirects, notes = start_redirects(urls)
+    for r in redirects:
+        print(f"old links to {r.old} ({r.kind}) are redirected to {r.new}", flush=True)
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    return redirects
+
+
+def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | None = None) -> int:
+    """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died. Ports
+    not given are those of the UI setting (3000 and 5000 by default)."""
     from mlassets.daemon import start_services
     from mlassets.daemon_lock import DaemonRunning
     from mlassets.daemon_tree import Tree
 
+    port = default_port("dagster") if port is None else port
+    mlflow_port = default_port("mlflow") if mlflow_port is None else mlflow_port
     home = prepare_home()
     try:
         planned = servers(host, port, mlflow_port, str(Path(home) / "workspace.yaml"))
@@ -113,10 +141,14 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
     get_instance().dispose()  # the home and its dagster.yaml exist, and the `gpu` pool has its size
-    runs_link = _training_runs_link(host, mlflow_port)
+    route = _training_runs_route(mlflow_port)
+    runs_link = f"http://{host}:{mlflow_port}/{route}" if route else ""
     links = {"DAGSTER_WEBSERVER_URL": f"http://{host}:{port}", "MLASSETS_MLFLOW_URL": f"http://{host}:{mlflow_port}"}
     links = {k: v for k, v in links.items() if not os.environ.get(k)}  # the links between the UIs, in every process
-    env = {**os.environ, **links, "DAGSTER_HOME": home, "MLASSETS_HOME": str(paths.home())}
+    env = {**os.environ, **links, "DAGSTER_HOME": home, "MLASSETS_HOME": str(paths.home()),
+           "MLFLOW_DISABLE_TELEMETRY": os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true")}
+    if route:
+        env["MLASSETS_MLFLOW_LANDING"] = route  # the MLflow UI, opened bare, shows these runs
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     tree = Tree(home, "mlassets ui")
@@ -125,7 +157,7 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
     except DaemonRunning as exc:
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
-    code = 0
+    redirects, code = _remember(planned), 0
     try:
         _, reloader = start_services(tree, home, links)
         procs = [tree.spawn(s.name, s.command, env) for s in planned]
@@ -160,4 +192,6 @@ def serve(host: str = "127.0.0.1", port: int = 3000, mlflow_port: int = 5000) ->
         code = 1
     finally:
         tree.close()
+        for redirect in redirects:
+            redirect.stop()
     return code

@@ -11,6 +11,7 @@ from mlassets.core.automation.commits import new_commits
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.core.data.version_keys import added_partitions, shown, version_key
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.naming import asset_path
 from mlassets.core.records import RecordError, RecordFiles
@@ -20,12 +21,14 @@ from mlassets.core.registry.record import RegisteredVersion
 
 @dataclass
 class VersionInfo:
-    version: str
+    version: str  # its partition key (2013-03.6870220f; a home made before readable keys: the commit id)
     partitions: list[str]  # what its ingest added or changed
     gate: str  # pass, reject, or "-" (not gated yet, or failed before the gate)
     model_version: str  # "-" when nothing was registered
     champion: bool
     family: str = "-"  # the registered version's model family (mlp, torch, lightgbm, xgboost)
+    commit: str = ""  # the full store commit id
+    dropped_missing_target: int = 0  # rows without a target its gate saw left out
 
 
 def _read(files: RecordFiles, key: list[str], partition: str, cls: type) -> object | None:
@@ -36,31 +39,42 @@ def _read(files: RecordFiles, key: list[str], partition: str, cls: type) -> obje
 
 
 def data_versions(cfg: PipelineConfig, store: VersionedStore | None = None) -> list[VersionInfo]:
-    """Oldest first, as the ingests created them; the partition each added is in its store commit's metadata."""
+    """Oldest first, as the ingests created them; the partition each added is in its store commit's metadata. A
+    version's records are found under its key (or, in a home made before readable keys, its commit id)."""
     files, name = RecordFiles(paths.records_root()), cfg.dataset.name
-    commits = new_commits(store or open_store(), raw_repo(cfg), WATCHED_BRANCH, None).commits
+    store = store or open_store()
+    commits = new_commits(store, raw_repo(cfg), WATCHED_BRANCH, None).commits
     live = PromotionLog().live(cfg.model.registered_name)
+    gate_key, registered_key = asset_path(name, "gate_result"), asset_path(name, "registered_model")
     out = []
     for commit in commits:
-        version, added = commit.id, commit.metadata.get("partition", "")
-        gate = _read(files, asset_path(name, "gate_result"), version, GateResult)
-        registered = _read(files, asset_path(name, "registered_model"), version, RegisteredVersion)
+        added = added_partitions(store, cfg, commit)
+        version = version_key(added, commit.id)
+        if not files.exists(gate_key, version) and files.exists(gate_key, commit.id):
+            version = commit.id  # an old home's key
+        gate = _read(files, gate_key, version, GateResult)
+        registered = _read(files, registered_key, version, RegisteredVersion)
+        if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
+            gate = registered.record.gate_result  # a rejected version's verdict is in its registry record
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
         family = registered.record.family if isinstance(registered, RegisteredVersion) else "-"
-        out.append(VersionInfo(version=version, partitions=[added] if added else [],
+        out.append(VersionInfo(version=version, partitions=added,
                                gate=("pass" if gate.passed else "reject") if isinstance(gate, GateResult) else "-",
                                model_version=model, champion=live is not None and live.to_version == model,
-                               family=family))
+                               family=family, commit=commit.id, dropped_missing_target=gate.dropped_missing_target
+                               if isinstance(gate, GateResult) else 0))
     return out
 
 
 def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:
     if not rows:
         return "(no data versions yet)"
-    header = ["data version", f"{label}s added", "gate", "model", "family", "champion"]
-    lines = [[r.version[:12], ", ".join(r.partitions) or "-", r.gate,
-              f"v{r.model_version}" if r.model_version != "-" else "-", r.family, "yes" if r.champion else ""]
-             for r in rows]
+    dropped = any(r.dropped_missing_target for r in rows)
+    header = ["data version", f"{label}s added", "gate", "model", "family", "champion",
+              *(["no target"] if dropped else [])]
+    lines = [[shown(r.version), ", ".join(r.partitions) or "-", r.gate,
+              f"v{r.model_version}" if r.model_version != "-" else "-", r.family, "yes" if r.champion else "",
+              *([str(r.dropped_missing_target or "")] if dropped else [])] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                      for line in [header, *lines])

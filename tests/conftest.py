@@ -54,7 +54,7 @@ def home(tmp_path, monkeypatch) -> str:
     path = tmp_path / "mlassets-home"
     monkeypatch.setenv("MLASSETS_HOME", str(path))
     for var in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_PROFILE", "MLASSETS_CONFIGS", "MLASSETS_STORE",
-                "MLASSETS_PROMOTION_DB"):
+                "MLASSETS_PROMOTION_DB", "MLASSETS_UI_URLS"):
         monkeypatch.delenv(var, raising=False)
     return str(path)
 

@@ -95,3 +95,20 @@ def test_forced_promotion_and_a_tampered_log(reg: Registry, capsys: pytest.Captu
     assert code == 1 and "hash chain BROKEN" in out and "seq 2" in out
     code, _, err = _run(capsys, "rollback", "--model", reg.name)
     assert code == 2 and "damaged log" in err and reg.champion() == "2"
+
+
+def test_without_model_the_one_config_of_ones_own_is_meant(home: str, tmp_path, capsys) -> None:
+    """The model of the only registered config (a user's, not flights); several: the command asks which."""
+    from mlassets.cli_registry import default_model
+    from mlassets.core import paths
+    from mlassets.core.config import load_config, save_config, shipped_configs
+    from mlassets.examples.sales import write_example
+
+    assert default_model() == "flights_arr_delay"  # nothing registered yet: the shipped demo's
+    save_config(load_config(write_example(tmp_path / "sales", months=1)), paths.configs_dir())
+    assert default_model() == "sales_units"
+    code, _, err = _run(capsys, "history")
+    assert code == 2 and "model 'sales_units' is not registered" in err  # asked about the user's model
+    save_config(load_config(shipped_configs()["flights"]), paths.configs_dir())
+    code, _, err = _run(capsys, "history")
+    assert code == 2 and "--model: this stack has 2 models (flights_arr_delay, sales_units); name one" in err

@@ -25,9 +25,10 @@ EXPECTED = {
                            ["flights/candidate_model", "flights/features"], []),
     "flights/gate_result": ("flights_evaluation", "flights_data_versions", ["flights/evaluation"], []),
     "flights/registered_model": (
-        "flights_registry", "flights_data_versions", ["flights/candidate_model", "flights/gate_result"], ["gate_passed"]
+        "flights_registry", "flights_data_versions", ["flights/candidate_model", "flights/evaluation"], ["gate_passed"]
     ),
-    "flights/champion": ("flights_registry", "flights_data_versions", ["flights/registered_model"], []),
+    "flights/champion": ("flights_registry", "flights_data_versions",
+                         ["flights/gate_result", "flights/registered_model"], []),
     "flights/predictions": ("flights_serving", "flights_data_versions", ["flights/champion", "flights/features"], []),
     "flights/scaling_profile": ("flights_ops", "None", [], []),
     "flights/drift_report": ("flights_monitoring", "flights_data_versions", ["flights/snapshot"], []),

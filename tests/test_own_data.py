@@ -14,6 +14,8 @@ import yaml
 from mlassets.cli import main
 from mlassets.core import tracking
 from mlassets.core.config import load_config
+from mlassets.core.data.raw import partition_tables
+from mlassets.core.data.sources.files import FileRejected
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promote import live_version
 
@@ -65,7 +67,7 @@ def test_sales_from_csv_files_to_a_champion_and_an_identical_rebuild(home: str, 
 
     code, out, _ = cli(capsys, "versions", "--config", config)
     assert code == 0
-    assert "2024-03" not in out and out.count("2024-02") == 1  # the rejected delivery made no version
+    assert "2024-03" not in out and len(out.splitlines()) == 3  # the rejected delivery made no version
 
     good = pd.read_csv(tmp_path / "sales" / "data" / "sales_2024-03.csv", dtype=str).assign(comment="ok")
     good.to_csv(tmp_path / "delivery.csv", index=False)
@@ -75,8 +77,12 @@ def test_sales_from_csv_files_to_a_champion_and_an_identical_rebuild(home: str, 
     assert "data version" in out and "note:" in out and "'comment' not declared in the config; not stored" in out
     code, out, _ = cli(capsys, "versions", "--config", config)
     assert [line.split()[1] for line in out.splitlines()[1:]] == ["2024-01", "2024-02", "2024-03"]
+    assert [line.split()[0].split(".")[0] for line in out.splitlines()[1:]] == ["2024-01", "2024-02", "2024-03"]
     tracking.configure()
     assert live_version("sales_units") == "1" or live_version("sales_units") == "2"
+    code, out, err = cli(capsys, "history")  # no --model: the only config is the user's
+    assert code == 0, err
+    assert "promote" in out and "hash chain intact" in out
 
     shutil.rmtree(tmp_path / "sales" / "data")  # the rebuild reads the recorded commit, not the files
     code, out, err = cli(capsys, "rebuild", "sales_units", "--version", "1")
@@ -93,7 +99,7 @@ def _weather_config(directory: Path) -> Path:
             "partition_column": "date", "partitions": {"pattern": "YYYY", "keys": ["2012", "2013", "2014"]},
             "target": "temp_max", "time_column": "date", "key": ["date"], "slices": ["weather"],
             "min_rows": 300, "columns": {
-                "date": {"dtype": "datetime"}, "precipitation": {"dtype": "float", "min": 0},
+                "date": {"dtype": "datetime", "format": "%Y/%m/%d"}, "precipitation": {"dtype": "float", "min": 0},
                 "temp_max": {"dtype": "float", "min": -30, "max": 50}, "temp_min": {"dtype": "float", "min": -30,
                                                                                     "max": 50},
                 "wind": {"dtype": "float", "min": 0}, "weather": {"dtype": "str"},
@@ -170,5 +176,45 @@ def test_a_table_without_time_goes_through_the_hash_split_to_a_champion(home, tm
     first = registry.record_of(registry.get_version("penguin_mass", "1"))
     assert first.gate_result.passed
     assert first.gate_result.dropped_missing_target == 1  # 2007's penguin without a body mass, in the record
+    assert "2007: 1 rows without a 'body_mass_g' were left out (dataset.drop_missing_target)" in out  # the run says
     code, out, _ = cli(capsys, "versions", "--config", config)
     assert code == 0 and "2007" in out and "2008" in out
+    header, first = out.splitlines()[:2]
+    assert header.endswith("no target") and first.endswith(" 1")  # 2007's penguin without a body mass
+    code, out, err = cli(capsys, "ingest", "--config", config, "--partition", "2009")
+    assert code == 0, err
+    assert "1 rows without a target 'body_mass_g': stored, and dropped before the split" in out
+
+
+def test_a_table_of_years_and_months_reaches_a_champion_with_no_threshold_in_its_config(home, tmp_path, capsys):
+    """The first hour with a Texas-housing-like table (tests/housing.py): its fractional-year dates are refused as
+    dates, a date built from year and month splits it by time, bare years are its keys, and every gate and band
+    threshold is derived from the data and said."""
+    from tests.housing import write_housing
+
+    config = write_housing(tmp_path / "housing", [2000, 2001])
+    data = yaml.safe_load(config.read_text())
+    assert "gate" not in data and not {"min_rows", "row_change_band", "target_mean_band"} & set(data["dataset"])
+    as_given = yaml.safe_load(config.read_text())
+    columns = as_given["dataset"]["columns"]
+    columns.pop("month_start")
+    columns["date"], as_given["dataset"]["time_column"] = {"dtype": "datetime"}, "date"
+    (tmp_path / "housing" / "as_given.yaml").write_text(yaml.safe_dump(as_given))
+    with pytest.raises(FileRejected, match=r"column 'date', row 2: '2000.0' is not a date or time in ISO 8601"):
+        partition_tables(load_config(tmp_path / "housing" / "as_given.yaml"), "2000")  # what ingest refuses
+
+    code, out, err = cli(capsys, "ingest", "--config", str(config), "--partition", "2000")
+    assert code == 0, err
+    assert "data version 2000." in out and "min_rows: every partition has at least 1 rows (derived: " in out
+    code, out, err = cli(capsys, "run", "--config", str(config))
+    assert code == 0, out + err
+    assert " pass " in out and "derived a first model must beat the naive baseline: MAE " in out
+    assert "derived sanity range [" in out and "(gate.prediction_min / prediction_max)" in out
+    code, out, err = cli(capsys, "ingest", "--config", str(config), "--partition", "2001")
+    assert code == 0 and "target_mean: " in out and "derived: ±0.5 std until two partitions are seen" in out
+    code, out, err = cli(capsys, "run", "--config", str(config))
+    assert code == 0, out + err
+    assert "2001: 46 values of city with 3 rows each < 200 (e.g. " in out  # one line for 46 small slices
+    code, out, _ = cli(capsys, "versions", "--config", str(config))
+    assert out.splitlines()[0].split()[:4] == ["data", "version", "years", "added"]
+    assert [line.split()[0][:5] for line in out.splitlines()[1:]] == ["2000.", "2001."]

@@ -27,14 +27,18 @@ else:
     changes = data.slice_changes(model)
     if not changes.empty:
         worse = "< 0 is worse: higher is better" if (changes["bound"] == "min").all() else "> 0 is worse"
+        changes = changes.assign(version="v" + changes["version"].astype(str))  # one colour per version, not a scale
         st.plotly_chart(px.bar(changes, x="slice", y="change", color="version", barmode="group",
+                               color_discrete_sequence=px.colors.qualitative.Safe,
                                title=f"Candidate vs champion per slice (relative change of the main metric; "
                                      f"{worse})"), key="slices")
     if not versions.empty:
         version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version")
         rules, unjudged = data.gate_rules(model, int(version))
         row = versions[versions["version"] == version].iloc[0]
-        links = {"MLflow run": f"{data.mlflow_url()}/#/models/{model}/versions/{version}"}
+        links = {"Model version": data.model_version_url(model, version)}
+        if run_url := data.mlflow_run_url(row["mlflow_run_id"]):
+            links["MLflow run"] = run_url  # the training run that made this version
         if row["dagster_run_id"]:
             links["Dagster run"] = f"{data.dagster_url()}/runs/{row['dagster_run_id']}"
         st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))

@@ -4,7 +4,7 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
-from mlassets.core.diagnose.spans import requests, slow_vs_fast, stage_table
+from mlassets.core.diagnose.spans import requests, slow_vs_fast, stage_table, too_few_for_p99
 
 st.title("Serving latency")
 spans = data.serving_spans()
@@ -17,6 +17,8 @@ else:
     kind = st.selectbox("Requests", kinds, index=kinds.index("request") if "request" in kinds else 0, key="kind")
     reqs = requests(spans, kind)
     st.caption(f"{len(reqs)} traced {kind} requests")
+    if few := too_few_for_p99(len(reqs)):
+        st.warning(few)
     table = stage_table(reqs).round(2)
     st.dataframe(table, key="stages")
     st.plotly_chart(px.bar(table.drop(index="total").reset_index(names="stage"), x="stage", y=["p50_ms", "p99_ms"],

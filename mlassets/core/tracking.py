@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,6 @@ CONFIG_ARTIFACT = "config/pipeline.json"  # the full recorded config of a traini
 # tag but by the reader's last "GenAI | Model training" choice (GenAI at first), so links also ask for the view.
 KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
 TRAINING_VIEW = "?workflowType=machine_learning"
-UI_ENV, UI_DEFAULT = "MLASSETS_MLFLOW_URL", "http://127.0.0.1:5000"
 
 
 @contextlib.contextmanager
@@ -62,15 +60,17 @@ def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> 
 
 
 def ui_url() -> str:
-    """The MLflow UI's address for links: ``$MLASSETS_MLFLOW_URL``, else an http tracking server's, else the
-    one ``mlassets ui`` starts by default."""
+    """The MLflow UI's address for links: the UI setting (``mlassets.core.ui_urls``), else an http tracking
+    server's own address, else the one ``mlassets ui`` starts by default."""
     import mlflow
 
-    base = os.environ.get(UI_ENV, "")
-    if not base:
-        uri = mlflow.get_tracking_uri()
-        base = uri if uri.startswith(("http://", "https://")) else UI_DEFAULT
-    return base.rstrip("/")
+    from mlassets.core.ui_urls import ui_urls
+
+    urls = ui_urls()
+    uri = mlflow.get_tracking_uri()
+    if urls.mlflow_from_tracking and uri.startswith(("http://", "https://")):
+        return uri.rstrip("/")
+    return urls.mlflow
 
 
 def experiment_url(experiment_id: str) -> str:

@@ -15,6 +15,7 @@ import dagster as dg
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
+from mlassets.core.data.store import VersionedStore, open_store
 from mlassets.defs.jobs import (
     DELIVERY_TAG,
     RETRAIN_TAG,
@@ -38,11 +39,16 @@ def has_run(instance: dg.DagsterInstance, job: str, partition: str) -> bool:
     return instance.get_runs_count(dg.RunsFilter(job_name=job, tags={"dagster/partition": partition})) > 0
 
 
-def version_tags(cfg: PipelineConfig, version: str, partition: str | None = None) -> dict[str, str]:
-    """A requested pipeline run's tags: the version's readable name (``2024-03 · 6870220f``), what it added, and
-    the dataset's serial queue. ``partition`` when the caller holds the commit; else read from the store."""
-    partitions = None if partition is None else [partition] if partition else []
-    return {**version_run_tags(cfg, version, partitions=partitions), SERIAL_TAG: cfg.dataset.name}
+def version_tags(cfg: PipelineConfig, version: str, partitions: list[str] | None = None,
+                 store: VersionedStore | None = None) -> dict[str, str]:
+    """A requested pipeline run's tags: the version's readable name (``2024-03 · 6870220f``), what it added, its
+    commit, and the dataset's serial queue. ``version`` is the commit (or its partition key, resolved in
+    ``store``); ``partitions`` when the caller holds the commit, else read from the store."""
+    from mlassets.core.data.version_keys import resolve_key
+
+    store = store or open_store()
+    commit = resolve_key(store, cfg, version)
+    return {**version_run_tags(cfg, commit, store, partitions=partitions), SERIAL_TAG: cfg.dataset.name}
 
 
 def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
@@ -56,17 +62,22 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
                            f"{what} runs for it (run key: the commit id; the cursor is the newest commit seen).")
     def new_data(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
         from mlassets.core.automation.commits import new_commits
+        from mlassets.core.data.version_keys import added_partitions, version_key
 
-        found = new_commits(store.open(), raw_repo(cfg), WATCHED_BRANCH, context.cursor)
+        backend = store.open()
+        found = new_commits(backend, raw_repo(cfg), WATCHED_BRANCH, context.cursor)
         if not found.cursor_found:
             context.log.warning(f"cursor {context.cursor} is not in the history of {WATCHED_BRANCH}; "
                                 "handling every commit that has no run yet")
         known = set(context.instance.get_dynamic_partitions(versions.name))
-        new = [c.id for c in found.commits if c.id not in known]
+        added = {c.id: added_partitions(backend, cfg, c) for c in found.commits}
+        keys = {c.id: version_key(added[c.id], c.id) for c in found.commits}
+        fresh = [c for c in found.commits if c.id not in known]  # a home made before readable keys keyed by id
+        new = [keys[c.id] for c in fresh if keys[c.id] not in known]
         requests = [
-            dg.RunRequest(run_key=c.id, partition_key=c.id,
-                          tags={TRIGGER_TAG: "new_data", **version_tags(cfg, c.id, c.metadata.get("partition", ""))})
-            for c in found.commits if not has_run(context.instance, job, c.id)
+            dg.RunRequest(run_key=c.id, partition_key=keys[c.id],
+                          tags={TRIGGER_TAG: "new_data", **version_tags(cfg, c.id, added[c.id], backend)})
+            for c in fresh if not has_run(context.instance, job, keys[c.id])
         ]
         return dg.SensorResult(run_requests=requests, cursor=found.head or context.cursor,
                                dynamic_partitions_requests=[versions.build_add_request(new)] if new else [])

@@ -61,7 +61,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             work.cleanup()
         ingested = dataclasses.replace(ingested, notes=notes)
         if ingested.created:
-            context.instance.add_dynamic_partitions(versions.name, [ingested.data_version])
+            context.instance.add_dynamic_partitions(versions.name, [ingested.key])
         context.log.info(ingested.message)
         for note in notes:
             context.log.warning(note)

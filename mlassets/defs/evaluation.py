@@ -14,7 +14,8 @@ from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
 
-_LATENCY = ("single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms", "rows_per_s")
+_LATENCY = ("single_median_ms", "single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms",
+            "rows_per_s")
 _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier", "ece"),
             "multiclass": ("logloss", "accuracy", "macro_f1", "ece", "unseen_class_rows")}
 
@@ -29,7 +30,10 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
         meta[f"candidate_{key}"] = number(result.candidate.get(key))
         meta[f"champion_{key}"] = number((result.champion or {}).get(key))
     candidate = result.performance.get("candidate", {})
+    meta["candidate_latency_ms"] = number(candidate.get("single_median_ms"))  # what the gate reads
     meta["candidate_latency_p99_ms"] = number(candidate.get("single_p99_ms"))
+    if "vs_champion_change" in candidate:
+        meta["latency_vs_champion"] = number(candidate["vs_champion_change"])
     meta["candidate_size_mb"] = number(candidate.get("size_bytes", math.nan) / MB)
     meta["performance"] = table([{"model": m, **{k: p.get(k, math.nan) for k in _LATENCY},
                                   "size_mb": p.get("size_bytes", math.nan) / MB}
@@ -41,6 +45,8 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
     meta["slices"] = table(result.slice_frame().to_dict(orient="records"))
     if result.classes:
         meta["classes"] = table(result.class_frame().to_dict(orient="records"))
+    meta["derived"] = dg.MetadataValue.md("\n".join(f"- {line}" for line in result.derived) or "nothing: the config "
+                                          "sets every threshold")
     meta.update({"main_metric": result.main_metric, "champion_version": result.champion_version or "none",
                  "holdout_rows": dg.MetadataValue.int(result.holdout_rows),
                  "dropped_missing_target": dg.MetadataValue.int(result.dropped_missing_target),
@@ -87,26 +93,42 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
-        performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed)
+        from mlassets.core.evaluate.derived import derive
+        from mlassets.core.features.store import split_column
+
+        train_y = split_column(store, cfg, version, "train", cfg.dataset.target)
+        derived = derive(cfg, train_y, predictions["y"].to_numpy(), has_champion=bool(live))
+        performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed, cfg.gate.confidence,
+                                           threads=cfg.training.threads)
         uri = score.log_predictions(predictions, score.artifact_dir(version))
         result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
-                                     predictions_uri=uri, dropped_missing_target=features.dropped_missing_target)
+                                     predictions_uri=uri, dropped_missing_target=features.dropped_missing_target,
+                                     derived=derived)
         score.log_evaluation(result)
         score.log_record(result, score.artifact_dir(version))
+        for line in result.derived:
+            context.log.info(f"derived: {line}")
         return dg.Output(result, metadata={**version_metadata(store, cfg, version), **evaluation_metadata(result),
                                            **active_run_links()})
 
     @dg.asset(key=keys.gate_result, partitions_def=versions_def, group_name="evaluation",
               ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"store", "mlflow"})
     def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> dg.Output[GateResult]:
-        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices."""
+        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices. A
+        rejected version fails here with the gate's reasons, so its partition shows as failed wherever Dagster
+        lists partitions (its verdict is kept in the registry record of its model version)."""
         import mlflow
 
         gate = evaluate_gate(cfg.gate, evaluation)
         mlflow.log_metric("gate_passed", float(gate.passed))
         for reason in gate.reasons():
             context.log.warning(f"gate: {reason}")
-        names = version_metadata(context.resources.store.open(), cfg, context.partition_key)
-        return dg.Output(gate, metadata={**names, **gate_metadata(gate), **active_run_links()})
+        names = version_metadata(context.resources.store.open(), cfg, evaluation.data_version)
+        metadata = {**names, **gate_metadata(gate), **active_run_links()}
+        if not gate.passed:
+            reasons = "; ".join(gate.reasons()) or "the gate failed"
+            raise dg.Failure(description=f"gate rejected {names['data_version_name']}: {reasons}.",
+                             metadata=metadata, allow_retries=False)
+        return dg.Output(gate, metadata=metadata)
 
     return [evaluation, gate_result]

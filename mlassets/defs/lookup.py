@@ -7,7 +7,6 @@ version is called (``2013-03 · 6870220f``), and the MLflow and store pages an a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -15,19 +14,21 @@ from urllib.parse import quote
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import raw_repo
-from mlassets.core.data.store import StoreError, VersionedStore, open_store
+from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.core.data.version_keys import added_partitions
 
 LAKEFS_UI_LINK = "::lakefs::Dagster::url[url:ui]"  # lakeFS shows this commit-metadata key as a link
 DATASET_TAG, VERSION_NAME_TAG, PARTITIONS_TAG = "mlassets/dataset", "mlassets/version_name", "mlassets/partitions"
+COMMIT_TAG = "mlassets/data_commit"  # the full commit id behind a run's data-version partition key
 DAGSTER_URL_TAG = "dagster_run_url"  # on MLflow runs and model versions
 MLFLOW_VERSION_NAME_TAG = "mlassets.version_name"
 
 
 def run_url(run_id: str) -> str:
-    """The run's page in the Dagster UI (``$DAGSTER_WEBSERVER_URL``, default http://127.0.0.1:3000)."""
-    base = os.environ.get("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3000").rstrip("/")
-    return f"{base}/runs/{run_id}"
+    """The run's page in the Dagster UI (the UI setting, ``mlassets.core.ui_urls``)."""
+    from mlassets.core.ui_urls import dagster_run
+
+    return dagster_run(run_id)
 
 
 def run_metadata(context: dg.AssetExecutionContext) -> dict[str, str]:
@@ -43,34 +44,28 @@ def run_metadata(context: dg.AssetExecutionContext) -> dict[str, str]:
 # ------------------------------------------------------------------ data version names
 
 
-def added_partitions(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> list[str]:
-    """The partitions a data version added (its ingest commit's metadata); empty when the store does not know."""
-    try:
-        partition = store.get_commit(raw_repo(cfg), data_version).metadata.get("partition", "")
-    except StoreError:
-        return []
-    return [partition] if partition else []
-
-
 def version_run_tags(cfg: PipelineConfig, data_version: str, store: VersionedStore | None = None,
                      partitions: Sequence[str] | None = None) -> dict[str, str]:
-    """Run tags of a pipeline run for ``data_version``: ``mlassets/dataset``, ``mlassets/version_name``
-    (``2013-03 · 6870220f``) and ``mlassets/partitions`` (what the version added). ``partitions`` when the
-    caller knows them (a sensor holding the commit), else read from the store (the default one if none given)."""
+    """Run tags of a pipeline run for ``data_version`` (a full commit id): ``mlassets/dataset``,
+    ``mlassets/version_name`` (``2013-03 · 6870220f``), ``mlassets/partitions`` (what the version added) and
+    ``mlassets/data_commit``. ``partitions`` when the caller knows them (a sensor holding the commit), else read
+    from the store (the default one if none given)."""
     from mlassets.core import naming
 
     if partitions is None:
         partitions = added_partitions(store or open_store(), cfg, data_version)
     return {DATASET_TAG: cfg.dataset.name, VERSION_NAME_TAG: naming.version_label(partitions, data_version),
-            PARTITIONS_TAG: ", ".join(partitions)}
+            PARTITIONS_TAG: ", ".join(partitions), COMMIT_TAG: data_version}
 
 
 def version_metadata(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> dict[str, object]:
     """The name of the version an asset partition belongs to, first in its metadata."""
     from mlassets.core import naming
+    from mlassets.core.data.version_keys import version_key
 
     partitions = added_partitions(store, cfg, data_version)
     return {"data_version_name": naming.version_label(partitions, data_version),
+            "data_version_key": version_key(partitions, data_version),
             "partitions_added": ", ".join(partitions) or "-"}
 
 

@@ -5,7 +5,6 @@ which the dashboard's Scaling and cost page reads; the metadata links to that pa
 """
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -24,7 +23,9 @@ class ScalingConfig(dg.Config):
 
 
 def dashboard_url(page: str) -> str:
-    return f"{os.environ.get('MLASSETS_DASHBOARD_URL', 'http://127.0.0.1:8501').rstrip('/')}/{page}"
+    from mlassets.core.ui_urls import dashboard_page
+
+    return dashboard_page(page)
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:

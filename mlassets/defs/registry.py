@@ -1,7 +1,10 @@
 """group registry: every candidate becomes a model version; only a passing one becomes champion.
 
-A rejected candidate fails its run with the gate's reasons as the failure's first words (a ``dg.Failure`` raised
-after the blocking check ``gate_passed`` reports them), so the run's page and the check's history say why.
+``registered_model`` reads the evaluation record and judges it with the gate's own function (``evaluate_gate``,
+the one ``gate_result`` calls), so a rejected candidate is registered too, while its ``gate_result`` partition
+fails. A rejected candidate fails its run with the gate's reasons as the failure's first words (a ``dg.Failure``
+raised after the blocking check ``gate_passed`` reports them), so the run's page and the check's history say why;
+``champion`` waits for ``gate_result``, so a rejected version's champion partition is failed as well.
 """
 
 from collections.abc import Iterator
@@ -9,7 +12,8 @@ from collections.abc import Iterator
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.evaluate.gate import GateResult, evaluate_gate
+from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion, RegistryRecord
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import table
@@ -55,16 +59,17 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                                 "the version's registry record holds a passing gate result; blocks promotion")
 
     @dg.asset(key=keys.registered_model, partitions_def=versions_def, group_name="registry",
-              ins={"candidate": dg.AssetIn(keys.candidate_model), "gate": dg.AssetIn(keys.gate_result)},
+              ins={"candidate": dg.AssetIn(keys.candidate_model), "evaluation": dg.AssetIn(keys.evaluation)},
               check_specs=[gate_check], required_resource_keys={"store", "mlflow"}, kinds={"mlflow"})
     def registered_model(context: dg.AssetExecutionContext, candidate: Candidate,
-                         gate: GateResult) -> Iterator[object]:
+                         evaluation: Evaluation) -> Iterator[object]:
         """The candidate as an MLflow model version whose tags are its registry record (provenance and gate
         result), described for people; its input/output signature was recorded when the training run logged it."""
         import mlflow
 
         from mlassets.core.registry import promote, versions
 
+        gate = evaluate_gate(cfg.gate, evaluation)
         record = RegistryRecord.of(candidate.provenance, context.run_id, gate)
         names = version_metadata(context.resources.store.open(), cfg, record.data_commit)
         label, url = str(names["data_version_name"]), run_url(context.run_id)
@@ -88,8 +93,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                                  "\n".join(f"- {r}" for r in gate.reasons()) or "-")}, allow_retries=False)
 
     @dg.asset(key=keys.champion, partitions_def=versions_def, group_name="registry",
-              ins={"registered": dg.AssetIn(keys.registered_model)}, required_resource_keys={"store", "mlflow"},
-              kinds={"mlflow"})
+              ins={"registered": dg.AssetIn(keys.registered_model)}, deps=[keys.gate_result],
+              required_resource_keys={"store", "mlflow"}, kinds={"mlflow"})
     def champion(context: dg.AssetExecutionContext, registered: RegisteredVersion) -> dg.Output[ChampionDecision]:
         """Moves ``champion`` to this partition's version through the promotion log (``promotion: auto``),
         only if its recorded gate passed against the champion that is still live; ``manual`` waits. An alias

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import check_data_version
+from mlassets.core.data.version_keys import resolve_key
 from mlassets.core.features.store import read_split
 from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
@@ -36,13 +36,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except ServingError as exc:
             raise dg.Failure(f"predictions refused: {exc}") from None
         store = context.resources.store.open()
-        version = check_data_version(context.partition_key)
+        version = resolve_key(store, cfg, context.partition_key)
         result = write_predictions(store, cfg, version, model, lambda: read_split(store, cfg, version, "holdout"),
                                    run_metadata(context))  # the read is traced too
         metadata: dict[str, object] = {
-            **version_metadata(store, cfg, context.partition_key),
+            **version_metadata(store, cfg, version),
             "model_name": name, "model_version": model.version, "serving_basis": model.basis,
-            "data_commit": context.partition_key, "rows": dg.MetadataValue.int(result.rows),
+            "data_commit": version, "rows": dg.MetadataValue.int(result.rows),
             "predictions_commit": result.commit, "uri": result.uri,
             **{f"{k}_link": v for k, v in mlflow_links(model=name, version=model.version).items()},
         }

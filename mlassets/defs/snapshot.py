@@ -5,8 +5,9 @@ from collections.abc import Iterator
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import check_data_version, raw_repo
+from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.snapshot import snapshot_version
+from mlassets.core.data.version_keys import resolve_key
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import store_link, version_metadata
 from mlassets.defs.partitions import blocking_check, data_versions
@@ -37,7 +38,11 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     def snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> Iterator[object]:
         """The data version (a store commit) this partition reads, validated before anything trains on it."""
         backend = store.open()
-        report = snapshot_version(backend, cfg, check_data_version(context.partition_key))
+        try:
+            commit = resolve_key(backend, cfg, context.partition_key)
+        except ValueError as exc:
+            raise dg.Failure(str(exc)) from None
+        report = snapshot_version(backend, cfg, commit)
         yield dg.Output(report, data_version=dg.DataVersion(report.commit), metadata={
             **version_metadata(backend, cfg, report.commit),
             "data_commit": report.commit,

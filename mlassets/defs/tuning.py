@@ -13,7 +13,6 @@ from pydantic import Field
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.raw import check_data_version
 from mlassets.core.tune.record import TunedHparams
 from mlassets.core.tune.space import trial_length
 from mlassets.defs.display import number
@@ -22,7 +21,8 @@ from mlassets.defs.partitions import data_versions
 
 
 class TuneRunConfig(dg.Config):
-    data_version: str = Field(default="", description="the data version to tune on (default: the newest)")
+    data_version: str = Field(default="", description="the data version (its partition key) to tune on "
+                                                      "(default: the newest)")
     trials: int = Field(default=0, ge=0, description="trials this run adds to the study (0: tuning.trials)")
 
 
@@ -31,14 +31,16 @@ def tune_job_name(cfg: PipelineConfig) -> str:
 
 
 def chosen_version(known: list[str], wanted: str, dataset: str) -> str:
-    """The data version a study runs on: ``wanted``, else the newest one known (added last)."""
+    """The data version (its partition key) a study runs on: ``wanted``, else the newest one known (added last)."""
+    from mlassets.core.data.version_keys import check_version_key
+
     if wanted:
         if wanted not in known:
             raise ValueError(f"data_version {wanted[:80]!r} is not a data version of {dataset} ({len(known)} known)")
-        return check_data_version(wanted)
+        return check_version_key(wanted)
     if not known:
         raise ValueError(f"{dataset} has no data version yet: ingest data and build its features first")
-    return check_data_version(known[-1])
+    return check_version_key(known[-1])
 
 
 def _trials_table(tuned: TunedHparams) -> dg.TableMetadataValue:
@@ -71,11 +73,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                           f"{trial_length(cfg)}, TPE, median pruning) on the validation split.")
     def tuned_hparams(context: dg.AssetExecutionContext, config: TuneRunConfig) -> dg.Output[TunedHparams]:
         """Run (or resume) the study of the chosen data version; its best values go to the record."""
+        from mlassets.core.data.version_keys import resolve_key
         from mlassets.core.tune.study import tune_version
 
-        version = chosen_version(context.instance.get_dynamic_partitions(data_versions(cfg).name),
-                                 config.data_version, cfg.dataset.name)
+        key = chosen_version(context.instance.get_dynamic_partitions(data_versions(cfg).name),
+                             config.data_version, cfg.dataset.name)
         store = context.resources.store.open()
+        version = resolve_key(store, cfg, key)
         with tempfile.TemporaryDirectory(prefix="tune-", dir=paths.work_dir(cfg.dataset.name, "tune")) as tmp:
             tuned = tune_version(store, cfg, version, Path(tmp), trials=config.trials or None, log=context.log.info)
         return dg.Output(tuned, metadata=_metadata(tuned))

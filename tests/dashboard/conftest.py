@@ -41,10 +41,10 @@ def _record(home: Path) -> None:
     mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
     client = mlflow.MlflowClient()
     experiment = client.create_experiment("mlassets", artifact_location=(home / "mlartifacts").as_uri())
-    client.create_run(experiment, tags={"dagster_run_id": DAGSTER_RUN})
+    run = client.create_run(experiment, tags={"dagster_run_id": DAGSTER_RUN})
     client.create_registered_model(MODEL)
     for version, (passed, change, unjudged) in enumerate([(True, 0.0, False), (False, 0.08, True)], 1):
-        client.create_model_version(MODEL, (home / "m").as_uri(), tags={
+        client.create_model_version(MODEL, (home / "m").as_uri(), run_id=run.info.run_id, tags={
             "data_commit": f"{version}" * 40, "gate_passed": str(passed).lower(), "dagster_run_id": DAGSTER_RUN,
             "gate_summary": "pass" if passed else "fail: slice origin=EWR: +8.0%",
             "gate_result": _gate(passed, change, unjudged)})
@@ -82,9 +82,9 @@ def _multiclass(home: Path, client, experiment: str) -> None:  # noqa: ANN001 - 
         "gate_result": gate.to_json()})
 
 
-def _spans(home: Path) -> None:
+def _spans(home: Path, requests: int = 100) -> None:
     lines = []
-    for i in range(100):
+    for i in range(requests):
         slow = i >= 98
         stages = {"read": 15, "preprocessing": 10, "model": 20, "write": 45 + (80 if slow else 0)}
         start = i * 10**9
@@ -93,7 +93,7 @@ def _spans(home: Path) -> None:
         for j, (name, ms) in enumerate(stages.items()):
             lines.append({"trace_id": f"{i:032x}", "span_id": f"{i:012x}{j:04x}", "parent_id": f"{i:016x}",
                           "name": name, "start_ns": start, "end_ns": start + ms * 10**6})
-    (home / "traces").mkdir(parents=True)
+    (home / "traces").mkdir(parents=True, exist_ok=True)
     (home / "traces" / "serving.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
 
 

@@ -141,6 +141,48 @@ def test_serving_page_says_where_the_p99_time_goes(stack: Stack) -> None:
     assert "most of it in write (waiting on storage (I/O))" in _text(at)
 
 
+def test_bottlenecks_offers_the_sources_worked_examples_and_numbers_of_ones_own(home: str) -> None:
+    at = _page("bottlenecks")  # an empty stack: the examples and one's own numbers need no recorded run
+    assert "Nothing recorded yet" in _text(at)
+    at.radio(key="source").set_value("A worked example of the source").run()
+    at.selectbox(key="example").set_value("straggler").run()
+    assert not at.exception, at.exception
+    assert at.subheader[0].value.startswith("Verdict: straggler: rank 3, input path")
+    assert "the other ranks wait 240 ms per step for it" in _text(at) and "420 ms and spends 250 ms" in _text(at)
+    table = at.dataframe[0].value  # the others' sync holds their wait: no 5 ms sync beside a 240 ms wait
+    assert table.loc[0, "gradient sync"] == 245.0 and table.loc[0, "median_step"] == 420.0
+    at.radio(key="source").set_value("My own numbers").run()
+    at.toggle(key="own-slow").set_value(False).run()
+    at.number_input(key="own-compute").set_value(900.0).run()
+    assert at.subheader[0].value == "Verdict: compute-bound"
+    at.number_input(key="own-compute").set_value(10.0).run()
+    at.number_input(key="own-data").set_value(500.0).run()
+    assert at.subheader[0].value == "Verdict: input-bound" and "500 of 530 ms per step is data wait" in _text(at)
+
+
+def test_a_p99_of_a_few_requests_says_it_is_too_few(home: str) -> None:
+    from tests.dashboard.conftest import _spans
+
+    _spans(Path(home), requests=3)
+    at = _page("serving")
+    assert not at.exception, at.exception
+    assert any(w.value.startswith("3 requests: too few for a p99, which needs at least 100") for w in at.warning)
+
+
+def test_the_models_page_links_the_training_run_and_colours_versions_apart(stack: Stack) -> None:
+    import json
+
+    at = _page("models")
+    text = _text(at)
+    assert "[Model version](http://127.0.0.1:5000/#/models/flights_arr_delay/versions/2?" in text
+    run = next(line for line in text.split(" · ") if line.startswith("[MLflow run]"))
+    assert "/#/experiments/" in run and "/runs/" in run and "/versions/" not in run  # the run, not the version
+    (chart,) = [c for c in at.get("plotly_chart") if "Candidate vs champion" in c.proto.spec]
+    traces = json.loads(chart.proto.spec)["data"]
+    assert sorted(t["name"] for t in traces) == ["v1", "v2"]  # one trace and one colour per version
+    assert len({t["marker"]["color"] for t in traces}) == 2 and not any("coloraxis" in t["marker"] for t in traces)
+
+
 def test_bottlenecks_shows_the_hta_analysis_of_a_profiled_run(stack: Stack) -> None:
     at = _page("bottlenecks")
     at.selectbox(key="bottlenecks-version").set_value("dddd44440123456789").run()

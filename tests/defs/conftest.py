@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,6 +31,13 @@ class Demo:
     instance: dg.DagsterInstance
     rows: list[VersionRow]
     champions: list[str | None]  # champion version after each row
+    old_urls: dict[str, str]  # the UI setting the demo's links were made under (no UI listens there)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -47,15 +56,17 @@ def _demo_stack(tmp_path_factory) -> Iterator[Demo]:
         mp.setenv("MLASSETS_HOME", str(home))
         mp.delenv("DAGSTER_HOME", raising=False)
         mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        old_urls = {kind: f"http://127.0.0.1:{_free_port()}" for kind in ("dagster", "mlflow", "dashboard")}
+        (home / "ui.json").write_text(json.dumps(old_urls))  # as an `mlassets ui` on other ports left it
         cfg = small_flights(slice_max_regression=0.03)  # the platform default; the sample is small
         defs, instance = build_definitions([cfg]), get_instance()
         rows, champions = [], []
         for month, broken in (("2013-01", None), ("2013-02", None), ("2013-03", BROKEN)):
             corrupt, shift = broken or ("", 0.0)
-            version = ingest(instance, cfg, month, corrupt=corrupt, shift=shift).data_version
-            rows.append(run_pipeline(instance, cfg, month, version))
+            ingested = ingest(instance, cfg, month, corrupt=corrupt, shift=shift)
+            rows.append(run_pipeline(instance, cfg, month, ingested.key, ingested.data_version))
             tracking.configure()
             champ = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
             champions.append(str(champ.version) if champ else None)
-        yield Demo(cfg, str(home), defs, instance, rows, champions)
+        yield Demo(cfg, str(home), defs, instance, rows, champions, old_urls)
         instance.dispose()

@@ -52,16 +52,19 @@ def test_each_new_commit_becomes_a_data_version_and_one_run_in_order(cfg: Pipeli
     first = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-01.parquet": b"1"}, "Ingest",
                          {"partition": "2024-01"}).id
     result = _tick(sensor, instance, None)
-    assert [(r.run_key, r.partition_key) for r in result.run_requests] == [(first, first)]
+    key = f"2024-01.{first[:8]}"  # readable and sortable; the run key stays the commit id
+    assert [(r.run_key, r.partition_key) for r in result.run_requests] == [(first, key)]
     assert result.run_requests[0].tags["mlassets/trigger"] == "new_data"
     assert result.run_requests[0].tags["mlassets/partitions"] == "2024-01"
     assert result.run_requests[0].tags["mlassets/version_name"] == f"2024-01 · {first[:8]}"
-    assert result.dynamic_partitions_requests[0].partition_keys == [first] and result.cursor == first
+    assert result.run_requests[0].tags["mlassets/data_commit"] == first
+    assert result.dynamic_partitions_requests[0].partition_keys == [key] and result.cursor == first
     assert _tick(sensor, instance, result.cursor).run_requests == []  # re-evaluation requests nothing
     second = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-02.parquet": b"2"}, "Ingest").id
     third = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-03.parquet": b"3"}, "Ingest").id
     restarted = _tick(sensor, instance, result.cursor)  # a new daemon: only the cursor is carried over
-    assert [r.partition_key for r in restarted.run_requests] == [second, third] and restarted.cursor == third
+    assert [r.partition_key for r in restarted.run_requests] == [f"2024-02.{second[:8]}", f"2024-03.{third[:8]}"]
+    assert restarted.cursor == third  # commits made outside mlassets are named by their diff
 
 
 def test_without_on_new_data_a_commit_runs_the_drift_report_only(cfg: PipelineConfig) -> None:
@@ -125,3 +128,19 @@ def test_a_failed_run_tells_the_owners_which_step_failed_and_why(cfg: PipelineCo
     assert line["owners"] == ["ana@example.com"] and line["step"] == "sales__raw_sales"
     assert "'units'" in line["reason"] and "88 units" in line["reason"] and line["run_id"] == run.run_id
     assert line["text"].startswith(f"run {run.run_id[:8]} of sales_ingest partition 2024-01 failed at sales__raw_sales")
+
+
+def test_a_home_made_before_readable_keys_gets_no_second_run_of_its_old_versions(cfg: PipelineConfig) -> None:
+    """Its versions are keyed by their full commit id: a sensor that lost its cursor requests none of them again,
+    and a new commit on top gets a readable key."""
+    sensor, instance, store = _defs(cfg)["sales_new_data"], get_instance(), open_store()
+    store.create_repo(raw_repo(cfg), default_branch=WATCHED_BRANCH)
+    old = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-01.parquet": b"1"}, "Ingest",
+                       {"partition": "2024-01"}).id
+    root = store.log(raw_repo(cfg), WATCHED_BRANCH)[-1].id
+    instance.add_dynamic_partitions("sales_data_versions", [root, old])  # as the old sensor added them
+    new = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-02.parquet": b"2"}, "Ingest",
+                       {"partition": "2024-02"}).id
+    result = _tick(sensor, instance, "f" * 40)  # a cursor not in the history: every commit is looked at
+    assert [r.partition_key for r in result.run_requests] == [f"2024-02.{new[:8]}"]
+    assert result.dynamic_partitions_requests[0].partition_keys == [f"2024-02.{new[:8]}"]

@@ -26,7 +26,8 @@ def test_schema_invalid_month_is_blocked_before_features(home):
     flights = tables["flights"].copy()
     flights.loc[7, "origin"] = "XXX"
     bad = {**tables, "flights": flights}
-    version = ingest_partition(open_store(), cfg, "2013-01", bad, validate=False).data_version
+    ingested = ingest_partition(open_store(), cfg, "2013-01", bad, validate=False)
+    version = ingested.key
     instance.add_dynamic_partitions("flights_data_versions", [version])
 
     row = run_pipeline(instance, cfg, "2013-01", version)
@@ -36,7 +37,7 @@ def test_schema_invalid_month_is_blocked_before_features(home):
     snapshot = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", "snapshot"]), asset_partitions=[version]), limit=1
     ).records
-    assert snapshot[0].asset_materialization.metadata["data_commit"].value == version
+    assert snapshot[0].asset_materialization.metadata["data_commit"].value == ingested.data_version
     for name in DOWNSTREAM:
         records = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=dg.AssetKey(["flights", name]), asset_partitions=[version]), limit=1

@@ -1,6 +1,8 @@
 """The story a user clicks through after the demo, in a real browser (Debian's Chromium through Playwright) against
-``mlassets ui``: runs named by data version -> the champion's month and its links -> the MLflow model version and
-run, which link back -> the failed month's run and the gate's reasons -> the gate check's history by partition.
+``mlassets ui`` on other ports than the demo's links were made for: runs named by data version -> the rejected
+month red in the partition views, the others by readable key -> the champion's month and its links, which open
+through the redirects -> the MLflow model version and run, which link back -> MLflow opened bare on the training
+runs -> the failed month's run and the gate's reasons -> the gate check's history by partition.
 
 Screenshots go to ``$MLASSETS_TEST_OUTPUT/ui-story/`` (default ``build/test-output/ui-story/``, git-ignored).
 """
@@ -32,7 +34,7 @@ WAIT_MS = 60_000
 
 
 def _label(demo: Demo, row: int) -> str:
-    return f"{demo.rows[row].month} · {demo.rows[row].data_version[:8]}"
+    return f"{demo.rows[row].month} · {demo.rows[row].commit[:8]}"
 
 
 def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> None:
@@ -41,6 +43,7 @@ def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> 
     for i, row in enumerate(demo.rows):
         tags = demo.instance.get_run_by_id(row.run_id).tags
         assert tags["mlassets/version_name"] == _label(demo, i) and tags["dagster/partition"] == row.data_version
+        assert row.data_version == f"{row.month}.{row.commit[:8]}" and tags["mlassets/data_commit"] == row.commit
         version = registry.get_version(demo.cfg.model.registered_name, i + 1)
         assert version.description.startswith(f"**flights · {_label(demo, i)}**")
         assert version.tags["dagster_run_url"].endswith(f"/runs/{row.run_id}")
@@ -71,20 +74,19 @@ def ui(demo: Demo, tmp_path: Path) -> Iterator[tuple[str, str]]:
         yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{mlflow_port}"
 
 
-def _here(href: str, base: str) -> str:
-    """A link recorded in the demo (whose UIs were configured elsewhere), pointed at this test's UI."""
-    return base + "/" + href.split("/", 3)[3]
-
-
 def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
+    """On other ports than the demo's links were made for: the links open (redirected), versions are readable,
+    the rejected month is red in the partition views, and MLflow opened bare shows the training runs."""
     chromium = chromium_or_skip()
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError:
         pytest.skip("playwright is not installed (it is pinned in requirements.lock: make test installs it)")
     dagster, mlflow_ui = ui
+    assert dagster != demo.old_urls["dagster"] and mlflow_ui != demo.old_urls["mlflow"]  # the ports moved
     live = int(demo.champions[-1])
     champion, broken = _label(demo, live - 1), _label(demo, 2)
+    keys = [row.data_version for row in demo.rows]  # 2013-01.1a2b3c4d ...
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
@@ -96,41 +98,60 @@ def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
             expect(page.get_by_text(f"mlassets/version_name: {broken}").first).to_be_visible(timeout=WAIT_MS)
             shot("01-runs-by-version-name")
 
+            page.goto(f"{dagster}/assets/flights/gate_result?view=partitions&status=FAILED")  # the rejected month
+            expect(page.get_by_text(keys[2], exact=True).first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text(keys[0], exact=True)).to_have_count(0)
+            shot("02-rejected-month-failed-in-partitions")
+            page.goto(f"{dagster}/assets/flights/gate_result?view=partitions&status=MATERIALIZED")
+            expect(page.get_by_text(keys[0], exact=True).first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text(keys[1], exact=True).first).to_be_visible()
+            expect(page.get_by_text(keys[2], exact=True)).to_have_count(0)
+            shot("03-passing-months-by-readable-key")
+
             page.goto(f"{dagster}/assets/flights/champion")  # the champion: its month, and links to MLflow
             expect(page.get_by_text(champion, exact=True).first).to_be_visible(timeout=WAIT_MS)
             model_link = page.locator(f"a[href*='/#/models/flights_arr_delay/versions/{live}?']").first
             run_link = page.locator("a[href*='/#/experiments/'][href*='/runs/']").first
             expect(model_link).to_be_visible()
             model_href, run_href = model_link.get_attribute("href"), run_link.get_attribute("href")
-            shot("02-champion-month-and-links")
+            assert model_href.startswith(demo.old_urls["mlflow"])  # made under the demo's setting
+            shot("04-champion-month-and-links")
 
-            page.goto(_here(model_href, mlflow_ui))  # the model version: described, linking back to Dagster
+            page.goto(model_href)  # as recorded: the old address redirects to this MLflow
             expect(page.get_by_text("Registered by Dagster run").first).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text(f"flights · {champion}").first).to_be_visible()
-            shot("03-mlflow-model-version")
+            assert page.url.startswith(mlflow_ui)
+            shot("05-mlflow-model-version")
 
-            page.goto(_here(run_href, mlflow_ui))  # its training run: named by version, linking back
+            page.goto(run_href)  # its training run: named by version, linking back to Dagster
             back = page.locator("a[href*='/runs/']", has_text=demo.rows[live - 1].run_id[:8]).first
             expect(back).to_be_visible(timeout=WAIT_MS)
-            assert back.get_attribute("href").endswith(f"/runs/{demo.rows[live - 1].run_id}")
-            shot("04-mlflow-run-links-to-dagster")
+            back_href = back.get_attribute("href")
+            assert back_href == f"{demo.old_urls['dagster']}/runs/{demo.rows[live - 1].run_id}"
+            shot("06-mlflow-run-links-to-dagster")
+            page.goto(back_href)  # the link back opens this Dagster's run page
+            expect(page.get_by_text(demo.rows[live - 1].run_id[:8]).first).to_be_visible(timeout=WAIT_MS)
+            assert page.url.startswith(dagster)
 
-            page.locator("a[href*='/runs?workflowType=machine_learning']").first.click()  # all training runs
+            page.goto(mlflow_ui)  # opened bare: the training runs, no GenAI welcome, notice or assistant
             for i in range(len(demo.rows)):
                 expect(page.get_by_text(f"flights · {_label(demo, i)}").first).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text(f"dagster run {demo.rows[2].run_id[:8]}").first).to_be_visible()
-            shot("05-mlflow-training-runs")
+            assert "workflowType=machine_learning" in page.url
+            expect(page.get_by_text("MLflow collects usage data")).to_have_count(0)
+            expect(page.get_by_text("Welcome to MLflow")).to_have_count(0)
+            shot("07-mlflow-opens-on-training-runs")
 
             page.goto(f"{dagster}/runs/{demo.rows[2].run_id}")  # why the broken month was rejected
             expect(page.get_by_text(f"gate rejected {broken}").first).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text("slice carrier=UA", exact=False).first).to_be_visible()
-            shot("06-rejected-run-says-why")
+            shot("08-rejected-run-says-why")
 
             page.goto(f"{dagster}/assets/flights/registered_model?view=checks")  # the check's history, by partition
             page.get_by_text("Execution history", exact=True).click()
-            expect(page.get_by_text(demo.rows[2].data_version).first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text(keys[2]).first).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text(f"v3 · {broken}:").first).to_be_visible()
-            shot("07-gate-check-history-by-partition")
+            shot("09-gate-check-history-by-partition")
         finally:
             browser.close()
-    assert len(list(OUTPUT.glob("0*.png"))) >= 7
+    assert len(list(OUTPUT.glob("0*.png"))) >= 9

@@ -30,7 +30,7 @@ def _stack(tmp_path: Path, slots: int, months: int) -> tuple[PipelineConfig, Pat
     config.write_text(yaml.safe_dump(data))
     cfg = load_config(config)
     instance = get_instance()
-    versions = [ingest(instance, cfg, key).data_version for key in cfg.dataset.partitions.keys[:months]]
+    versions = [ingest(instance, cfg, key).key for key in cfg.dataset.partitions.keys[:months]]
     instance.dispose()
     return cfg, config, versions
 

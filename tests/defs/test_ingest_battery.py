@@ -54,7 +54,7 @@ def stack(tmp_path_factory) -> Stack:
         defs, instance = build_definitions([cfg]), get_instance()
         version = ""
         for month in ("2013-01", "2013-02"):
-            version = ingest(instance, cfg, month).data_version
+            version = ingest(instance, cfg, month).key
         assert run_pipeline(instance, cfg, "2013-02", version).decision == "pass"
         yield Stack(cfg, defs, instance, open_store(), partition_tables(cfg, MONTH), home / "bad")
         instance.dispose()
@@ -84,14 +84,17 @@ def _failure(result: dg.ExecuteInProcessResult) -> str:
 
 def _state(stack: Stack) -> dict[str, object]:
     """What must not change: main's head, the branches, the versions and their bytes, the champion."""
+    from mlassets.core.data.version_keys import resolve_key
+
     repo = raw_repo(stack.cfg)
-    versions = stack.instance.get_dynamic_partitions(f"{stack.cfg.dataset.name}_data_versions")
+    keys = stack.instance.get_dynamic_partitions(f"{stack.cfg.dataset.name}_data_versions")
+    versions = [resolve_key(stack.store, stack.cfg, k) for k in keys]
     tracking.configure()
     champion = registry.alias_version(stack.cfg.model.registered_name, registry.CHAMPION)
     return {
         "head": stack.store.resolve(repo, WATCHED_BRANCH),
         "branches": sorted(stack.store.list_branches(repo)),
-        "versions": versions,
+        "versions": keys,
         "bytes": {v: {p: stack.store.read(repo, v, p) for p in stack.store.list_objects(repo, v)} for v in versions},
         "champion": champion.version if champion else None,
     }
@@ -176,7 +179,7 @@ def test_the_same_path_accepts_the_real_month(stack: Stack) -> None:
     assert result.success
     after = _state(stack)
     assert after["head"] != before["head"] and after["champion"] == before["champion"]
-    assert after["versions"] == [*before["versions"], after["head"]]
+    assert after["versions"] == [*before["versions"], f"{MONTH}.{after['head'][:8]}"]  # its readable key
     assert all(after["bytes"][v] == b for v, b in before["bytes"].items())
     commit = stack.store.get_commit(raw_repo(stack.cfg), after["head"])
     assert commit.parents[0] == before["head"] and commit.metadata["dagster_run_id"] == result.run_id

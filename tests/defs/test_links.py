@@ -10,7 +10,7 @@ import dagster as dg
 import mlflow
 import pytest
 
-from mlassets.core import tracking
+from mlassets.core import tracking, ui_urls
 from mlassets.core.config import load_config, shipped_configs
 from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.store import open_store
@@ -27,9 +27,8 @@ REJECTED = "slice carrier=UA: MAE 40.1 vs champion 30.2 (+33.0%, limit +3%)"
 
 
 @pytest.fixture
-def urls(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DAGSTER_WEBSERVER_URL", "http://127.0.0.1:3999/")
-    monkeypatch.setenv("MLASSETS_MLFLOW_URL", "http://127.0.0.1:5999")
+def urls(home: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLASSETS_UI_URLS", "dagster=http://127.0.0.1:3999/ mlflow=http://127.0.0.1:5999")
 
 
 def test_run_tags_and_metadata_name_a_version_by_the_partition_its_commit_added(home: str) -> None:
@@ -39,11 +38,13 @@ def test_run_tags_and_metadata_name_a_version_by_the_partition_its_commit_added(
                           {"partition": "2013-03"})
     tags = lookup.version_run_tags(FLIGHTS, commit.id, store)
     assert tags == {"mlassets/dataset": "flights", "mlassets/version_name": f"2013-03 · {commit.id[:8]}",
-                    "mlassets/partitions": "2013-03"}
+                    "mlassets/partitions": "2013-03", "mlassets/data_commit": commit.id}
     assert lookup.version_metadata(store, FLIGHTS, commit.id)["data_version_name"] == tags["mlassets/version_name"]
     assert lookup.version_run_tags(FLIGHTS, commit.id, partitions=["2013-03"]) == tags  # a sensor knows them
     unknown = lookup.version_metadata(store, FLIGHTS, COMMIT)  # not in the store: the short id alone
-    assert unknown == {"data_version_name": "6870220f", "partitions_added": "-"}
+    assert unknown == {"data_version_name": "6870220f", "data_version_key": "data.6870220f", "partitions_added": "-"}
+    named = lookup.version_metadata(store, FLIGHTS, commit.id)
+    assert named["data_version_key"] == f"2013-03.{commit.id[:8]}"  # the partition key Dagster lists
 
 
 def test_mlflow_links_use_the_configured_ui(urls: None) -> None:
@@ -55,12 +56,15 @@ def test_mlflow_links_use_the_configured_ui(urls: None) -> None:
     assert tracking.experiment_url("7").endswith("/#/experiments/7/runs?workflowType=machine_learning")
 
 
-def test_without_a_configured_ui_an_mlflow_server_is_its_own_ui(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MLASSETS_MLFLOW_URL", raising=False)
+def test_without_a_configured_ui_an_mlflow_server_is_its_own_ui(home: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLASSETS_UI_URLS", raising=False)
     monkeypatch.setattr(mlflow, "get_tracking_uri", lambda: "http://mlflow:5000/")
     assert tracking.ui_url() == "http://mlflow:5000"
     monkeypatch.setattr(mlflow, "get_tracking_uri", lambda: "sqlite:///x/mlflow.db")
-    assert tracking.ui_url() == tracking.UI_DEFAULT
+    assert tracking.ui_url() == "http://127.0.0.1:5000"
+    ui_urls.save("http://127.0.0.1:3917", "http://127.0.0.1:5917", "http://127.0.0.1:8517")  # what `ui` does
+    monkeypatch.setattr(mlflow, "get_tracking_uri", lambda: "http://mlflow:5000/")
+    assert tracking.ui_url() == "http://127.0.0.1:5917"  # the setting names where people open it
 
 
 def test_store_links_open_the_lakefs_commit_page_or_the_local_folder(home: str) -> None:

@@ -46,7 +46,8 @@ class Stack:
     cfg: PipelineConfig
     defs: dg.Definitions
     instance: dg.DagsterInstance
-    versions: dict[str, str]  # month -> data version
+    versions: dict[str, str]  # month -> data-version partition key
+    commits: dict[str, str]  # month -> its full commit id
 
 
 def _shifted(cfg: PipelineConfig, month: str, folder: Path) -> str:
@@ -68,18 +69,20 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
             mp.delenv(var, raising=False)
         cfg = monitored()
         defs, instance = build_definitions([cfg]), get_instance()
-        versions = {}
+        versions, commits = {}, {}
         for month in ("2013-01", "2013-02"):
-            versions[month] = ingest(instance, cfg, month).data_version
+            ingested = ingest(instance, cfg, month)
+            versions[month], commits[month] = ingested.key, ingested.data_version
             assert run_pipeline(instance, cfg, versions[month]).success
         monitor = defs.resolve_job_def(monitor_job_name(cfg))
         for month in ("2013-03", "2013-04"):
-            versions[month] = ingest(instance, cfg, month, delivered=_shifted(cfg, month, home / month)).data_version
+            ingested = ingest(instance, cfg, month, delivered=_shifted(cfg, month, home / month))
+            versions[month], commits[month] = ingested.key, ingested.data_version
             run = monitor.execute_in_process(instance=instance, partition_key=versions[month], run_config=QUIET)
             assert run.success
         instance.create_run_for_job(defs.resolve_job_def(pipeline_job_name(cfg)),
                                     tags={"dagster/partition": versions["2013-04"]})  # queued elsewhere, say
-        yield Stack(cfg, defs, instance, versions)
+        yield Stack(cfg, defs, instance, versions, commits)
         instance.dispose()
 
 
@@ -102,7 +105,7 @@ def _tick(stack: Stack, cursor: str | None):
 def test_reports_compare_each_version_with_the_champions_training_rows(stack):
     first, unshifted, shifted, covered = (_report(stack, m) for m in ("2013-01", "2013-02", "2013-03", "2013-04"))
     assert first.champion_version is None and not first.drifted and "no champion" in first.note
-    assert unshifted.champion_version == "1" and unshifted.reference_data_version == stack.versions["2013-01"]
+    assert unshifted.champion_version == "1" and unshifted.reference_data_version == stack.commits["2013-01"]
     assert unshifted.new_partitions == ["2013-02"] and unshifted.rows and not unshifted.drifted
     assert {r.scope for r in unshifted.rows} == {"all"} and len(unshifted.skipped) > 10  # every slice value
     assert shifted.new_partitions == ["2013-03"] and shifted.drifted and covered.drifted
@@ -151,7 +154,7 @@ def test_decay_reads_the_champions_evaluations(stack):
     report = RecordFiles(paths.records_root()).read(keys.decay.path, None)
     assert isinstance(report, DecayReport) and report.age_unit == "days"
     ones = [(p.data_version, p.age) for p in report.points if p.model_version == "1"]
-    assert ones == [(stack.versions["2013-01"], 0.0), (stack.versions["2013-02"], 28.0)]  # Jan 31 -> Feb 28
+    assert ones == [(stack.commits["2013-01"], 0.0), (stack.commits["2013-02"], 28.0)]  # Jan 31 -> Feb 28
     assert report.recommendation.startswith("not enough data: 1 evaluation(s)")
 
 
@@ -183,7 +186,7 @@ def test_the_sensor_reads_records_and_skips_an_unreadable_one(home, tmp_path):
             path.write_text("{not json")
         instance.report_runless_asset_event(dg.AssetMaterialization(
             asset_key=keys.drift_report, partition=version, metadata={"record": dg.MetadataValue.path(str(path))}))
-    stack = Stack(cfg, defs, instance, {})
+    stack = Stack(cfg, defs, instance, {}, {})
     data = _tick(stack, None)
     assert [(r.partition_key, r.tags[RETRAIN_REASON]) for r in data.run_requests] == [
         (drifted, "feature x: PSI 0.90 > 0.5 (all rows)")]

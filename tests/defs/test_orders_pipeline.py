@@ -14,6 +14,7 @@ from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.features.split import partition_frame
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry import versions as registry
+from mlassets.core.registry.record import RegisteredVersion
 from mlassets.definitions import build_definitions
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import LAKEFS_UI_LINK
@@ -39,13 +40,16 @@ def test_three_weeks_to_snapshot_and_features(home: str, name: str) -> None:
     cfg = load_config(shipped_configs()[name])
     keys = DatasetKeys.of(cfg)
     defs, instance = build_definitions([cfg]), get_instance()
-    versions = [ingest(instance, cfg, week).data_version for week in WEEKS]
-    assert instance.get_dynamic_partitions(f"{name}_data_versions") == versions
-    newest = versions[-1]
+    ingested = [ingest(instance, cfg, week) for week in WEEKS]
+    keys_added = [i.key for i in ingested]
+    assert instance.get_dynamic_partitions(f"{name}_data_versions") == keys_added
+    assert keys_added == [f"{week}.{i.data_version[:8]}" for week, i in zip(WEEKS, ingested, strict=True)]
+    versions = [i.data_version for i in ingested]
+    newest, newest_key = versions[-1], keys_added[-1]
 
     wanted = {keys.snapshot, keys.features}
     assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and set(a.keys) & wanted]
-    result = dg.materialize(assets, instance=instance, partition_key=newest, resources=default_resources(),
+    result = dg.materialize(assets, instance=instance, partition_key=newest_key, resources=default_resources(),
                             run_config=QUIET)
 
     assert result.success
@@ -54,10 +58,10 @@ def test_three_weeks_to_snapshot_and_features(home: str, name: str) -> None:
     assert all(c.passed for c in checks.values()), {n: c.description for n, c in checks.items()}
     if cfg.dataset.task == "binary":
         assert "binary" in checks["target_quantiles"].description
-    snapshot = _latest(instance, keys.snapshot, newest)
+    snapshot = _latest(instance, keys.snapshot, newest_key)
     assert (snapshot["data_commit"], snapshot["parent_commit"]) == (newest, versions[-2])
     assert snapshot["partitions"] == ", ".join(WEEKS) and snapshot["new_partitions"] == WEEKS[-1]
-    features = _latest(instance, keys.features, newest)
+    features = _latest(instance, keys.features, newest_key)
     assert features["data_commit"] == newest and features["parent_commit"] == versions[-2]
     assert features["partitions_computed"] == ", ".join(WEEKS) and features["partitions_reused"] == "none"
     assert min(features[f"rows_{s}"] for s in ("train", "validation", "holdout")) > 2000
@@ -84,7 +88,7 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
     instance = get_instance()
     rows = []
     for i, week in enumerate(cfg.dataset.partitions.keys[:6]):
-        version = ingest(instance, cfg, week).data_version
+        version = ingest(instance, cfg, week).key
         if i == 0:  # one week cannot fill three splits: the features step says so
             early = run_pipeline(instance, cfg, week, version)
             assert early.decision == "error" and not early.success
@@ -93,13 +97,16 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
         if i >= 2:  # a training, a validation and a holdout week
             rows.append(run_pipeline(instance, cfg, week, version))
     evaluations = [_latest(instance, keys.evaluation, row.data_version) for row in rows]
+    files = RecordFiles(paths.records_root())
     for row, evaluation in zip(rows, evaluations, strict=True):
-        gate = _latest(instance, keys.gate_result, row.data_version)
         print(row.month, row.decision, row.reasons, evaluation["candidate_logloss"], evaluation["candidate_ece"])
         assert 0 < evaluation["candidate_logloss"] < 0.45  # the base rate alone scores ~0.47
         assert {"mean_predicted", "observed_rate"} <= {c.name for c in evaluation["calibration"].schema.columns}
-        verdict = RecordFiles(paths.records_root()).read(keys.gate_result.path, row.data_version, GateResult)
-        assert "calibration_ece" in {r.name for r in verdict.rules} and verdict.passed == gate["passed"]
+        verdict = files.read(keys.registered_model.path, row.data_version, RegisteredVersion).record.gate_result
+        assert "calibration_ece" in {r.name for r in verdict.rules}
+        assert files.exists(keys.gate_result.path, row.data_version) == verdict.passed  # a rejection fails there
+        if verdict.passed:
+            assert files.read(keys.gate_result.path, row.data_version, GateResult) == verdict
         if evaluation["candidate_ece"] > limit:
             assert row.decision == "reject" and any("calibration error (ECE)" in r for r in row.reasons), row
         if row.decision == "pass":
@@ -108,9 +115,11 @@ def test_binary_pipeline_trains_calibrated_models_and_gates_them(home: str) -> N
     assert passed and passed[0] < len(rows) - 1, [(r.month, r.decision, r.reasons) for r in rows]
     assert evaluations[passed[0] + 1]["champion_logloss"] > 0  # compared with the champion on the same week
 
+    import mlflow
+
     tracking.configure()
     champion = registry.alias_version(cfg.model.registered_name, registry.CHAMPION)
-    run = tracking.mlflow.get_run(champion.run_id)
+    run = mlflow.get_run(champion.run_id)  # tracking imports MLflow only inside its functions now
     assert {"val_logloss", "best_val_logloss"} <= set(run.data.metrics) and "val_mae" not in run.data.metrics
     assert run.data.params["training.loss"] == "auto"
     week = partition_frame(partition_tables(cfg, "2024-W06"), cfg)  # raw rows plus the derived features

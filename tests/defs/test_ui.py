@@ -107,6 +107,13 @@ def test_ui_shows_demo_materializations(demo: Demo, tmp_path):
             time.sleep(0.5)
         assert f"training runs: http://127.0.0.1:{mlflow_port}/#/experiments/" in log.read_text()
         assert "/runs?workflowType=machine_learning" in log.read_text()  # not MLflow's GenAI view
+        page = urllib.request.urlopen(f"http://127.0.0.1:{mlflow_port}/", timeout=10).read().decode()
+        assert '"mlflow.workflowType_v1": "\\"machine_learning\\""' in page  # MLflow's own setting, seeded
+        assert 'location.replace("#/experiments/' in page  # opened bare: the training runs
+        setting = json.loads((Path(demo.home) / "ui.json").read_text())  # what every link is made from now
+        assert (setting["dagster"], setting["mlflow"]) == (f"http://127.0.0.1:{port}", f"http://127.0.0.1:{mlflow_port}")
+        assert f"old links to {demo.old_urls['dagster']} (dagster) are redirected to http://127.0.0.1:{port}" \
+            in log.read_text()
     assert proc.returncode is not None
 
 

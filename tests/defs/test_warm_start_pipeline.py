@@ -23,11 +23,13 @@ pytestmark = pytest.mark.e2e
 def test_a_warm_started_candidate_records_its_start_and_rebuilds_identically(home: str, tmp_path: Path) -> None:
     cfg = load_config(write_example(tmp_path / "sales", months=2))
     instance = get_instance()
-    first = ingest(instance, cfg, "2024-01").data_version
+    first = ingest(instance, cfg, "2024-01").key
     assert run_pipeline(instance, cfg, first).success
-    second = ingest(instance, cfg, "2024-02").data_version
+    ingested = ingest(instance, cfg, "2024-02")
+    second = ingested.data_version
     register(cfg)
-    run = execute(instance, pipeline_job_name(cfg), second, tags={TRIGGER_TAG: "schedule", RETRAIN_TAG: "warm_start"})
+    run = execute(instance, pipeline_job_name(cfg), ingested.key,
+                  tags={TRIGGER_TAG: "schedule", RETRAIN_TAG: "warm_start"})
     assert run.success, run.failure
     tracking.configure()
     record = versions.record_of(versions.get_version("sales_units", "2"))

@@ -98,10 +98,11 @@ class ProductionRun:
     lakefs: fake_lakefs.FakeLakeFS  # this run's own (spec-checked) fake lakeFS server
     instance: dg.DagsterInstance
     cfg: PipelineConfig
-    version: str
+    version: str  # the full commit id
     ingest_run_id: str
     run: Run
     root: Path
+    key: str = ""  # its partition key
 
 
 @pytest.fixture(scope="session")
@@ -119,9 +120,10 @@ def production_run(postgres: pg.Server, tmp_path_factory: pytest.TempPathFactory
         cfg = small_flights()
         ingested = ingest(instance, cfg, "2013-01")
         ingest_run = instance.get_runs(limit=1)[0].run_id
-        run = run_pipeline(instance, cfg, ingested.data_version)
+        run = run_pipeline(instance, cfg, ingested.key)
         end_active_runs()
-    yield ProductionRun(env, found, postgres, lakefs, instance, cfg, ingested.data_version, ingest_run, run, root)
+    yield ProductionRun(env, found, postgres, lakefs, instance, cfg, ingested.data_version, ingest_run, run, root,
+                        ingested.key)
     instance.dispose()
     lakefs.stop()
 

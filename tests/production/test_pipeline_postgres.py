@@ -52,7 +52,7 @@ def test_runs_materializations_and_check_results_are_rows_in_postgres(production
 
 def test_the_gate_decision_and_the_promotion_land_in_postgres(production_run: ProductionRun, in_production) -> None:
     keys = DatasetKeys.of(production_run.cfg)
-    gate = production_run.run.record(keys.gate_result, production_run.version)
+    gate = production_run.run.record(keys.gate_result, production_run.key)
     assert isinstance(gate, GateResult) and gate.passed  # the first version, on absolute thresholds
     name = production_run.cfg.model.registered_name
     tags = dict(_rows(production_run, "mlflow", "SELECT key, value FROM model_version_tags WHERE name = %s "

@@ -27,6 +27,11 @@ def _coerce(tp: Any, value: Any, path: str, allow_nan: bool = False) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
+        for alternative in inner[1:]:  # the first type's error is the one reported
+            try:
+                return _coerce(alternative, value, path, allow_nan)
+            except ConfigError:
+                continue
         return _coerce(inner[0], value, path, allow_nan)
     if origin is Literal:
         if value not in args:

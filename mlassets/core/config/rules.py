@@ -68,6 +68,29 @@ def _columns(where: str, columns: dict[str, ColumnSpec]) -> None:
             raise ConfigError(f"{at}.allowed: only str columns take allowed values, this one is {spec.dtype!r}")
         if spec.min_date and spec.max_date and spec.min_date > spec.max_date:
             raise ConfigError(f"{at}: min_date {spec.min_date!r} is after max_date {spec.max_date!r}")
+        _dates(at, name, spec, columns)
+
+
+def _dates(at: str, name: str, spec: ColumnSpec, columns: dict[str, ColumnSpec]) -> None:
+    """``format`` and ``from_columns`` of a datetime column (see ``mlassets.core.data.dates``)."""
+    for key in ("format", "from_columns"):
+        if getattr(spec, key) is not None and spec.dtype != "datetime":
+            raise ConfigError(f"{at}.{key}: {getattr(spec, key)!r} is for datetime columns, this one is {spec.dtype!r}")
+    if spec.format is not None and "%" not in spec.format:
+        raise ConfigError(f"{at}.format: {spec.format!r} is not a strftime format (e.g. '%Y-%m-%d', '%d/%m/%Y')")
+    parts = spec.from_columns
+    if parts is None:
+        return
+    if spec.format is not None:
+        raise ConfigError(f"{at}: format {spec.format!r} and from_columns are two ways to read it; keep one")
+    if "year" not in parts or set(parts) - {"year", "month", "day"}:
+        raise ConfigError(f"{at}.from_columns: {parts!r} must name the year's column and may name the month's and "
+                          "the day's: {year: <column>, month: <column>, day: <column>}")
+    for part, column in parts.items():
+        source = columns.get(column)
+        if column == name or source is None or source.dtype not in ("int", "float"):
+            raise ConfigError(f"{at}.from_columns.{part}: {column!r} must be another int column declared beside "
+                              f"it{'' if source is None else f' (it is {source.dtype!r})'}")
 
 
 def _dataset(cfg: PipelineConfig) -> None:
@@ -105,7 +128,8 @@ def _dataset(cfg: PipelineConfig) -> None:
                               "slices by true class already (one slice per class), so leave it out")
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
-    _at_least({"dataset.min_rows": ds.min_rows}, 1)
+    if ds.min_rows is not None:
+        _at_least({"dataset.min_rows": ds.min_rows}, 1)
     _at_least({"dataset.memory_budget_mb": ds.memory_budget_mb}, MIN_MEMORY_BUDGET_MB)
 
 
@@ -202,16 +226,19 @@ def _gate(cfg: PipelineConfig) -> None:
     _at_least({"gate.slice_min_rows": gate.slice_min_rows, "gate.bootstrap_samples": gate.bootstrap_samples}, 1)
     if not 0 < gate.confidence < 1:
         raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {gate.confidence!r}")
-    for key in ("absolute_max_metric", "latency_p99_ms", "max_size_mb"):
-        if getattr(gate, key) <= 0:
+    _at_least({"gate.latency_max_regression": gate.latency_max_regression}, 0)
+    for key in ("absolute_max_metric", "latency_budget_ms", "max_size_mb"):
+        if getattr(gate, key) is not None and getattr(gate, key) <= 0:
             raise ConfigError(f"gate.{key}: must be > 0, got {getattr(gate, key)!r}")
-    _at_least({"gate.absolute_min_metric": gate.absolute_min_metric}, 0)
-    if gate.main_metric == "accuracy" and gate.absolute_min_metric > 1:
+    if gate.absolute_min_metric is not None:
+        _at_least({"gate.absolute_min_metric": gate.absolute_min_metric}, 0)
+    if gate.main_metric == "accuracy" and (gate.absolute_min_metric or 0) > 1:
         raise ConfigError(f"gate.absolute_min_metric: {gate.absolute_min_metric!r} is above 1, and accuracy is a "
                           "share of rows (0 to 1)")
     if not 0 <= gate.calibration_max_ece <= 1:
         raise ConfigError(f"gate.calibration_max_ece: must be in [0, 1], got {gate.calibration_max_ece!r}")
-    if gate.prediction_min >= gate.prediction_max:
+    low, high = gate.prediction_min, gate.prediction_max
+    if low is not None and high is not None and low >= high:
         raise ConfigError(f"gate.prediction_min: {gate.prediction_min:g} must be below gate.prediction_max "
                           f"{gate.prediction_max:g}")
 

@@ -22,9 +22,12 @@ class ColumnSpec:
     allowed: list[str] | None = None
     min_date: str | None = None  # datetime columns: inclusive ISO bounds, read as UTC ("2013-01-01")
     max_date: str | None = None
+    format: str | None = None  # datetime columns: a strftime format matched exactly ("%d/%m/%Y"); none: ISO 8601
+    from_columns: dict[str, str] | None = None  # datetime columns: built from {year: col, month: col, day: col}
 
     def __post_init__(self) -> None:
         import datetime
+
 
         for name in ("min_date", "max_date"):
             value = getattr(self, name)
@@ -52,7 +55,10 @@ class PartitionsConfig:
     """How a dataset arrives: one partition per key, added as it is ingested (a month, a week, a year, a name)."""
 
     pattern: str = "any"  # YYYY-MM, YYYY, YYYY-Www (ISO week), YYYY-MM-DD, any, or a regular expression
-    keys: list[str] = field(default_factory=list)  # the keys a demo plays, in order (optional)
+    keys: list[str | int] = field(default_factory=list)  # the keys a demo plays, in order; bare years (2009) too
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", [str(k) for k in self.keys])  # YAML reads 2009 as a number
 
 
 @dataclass(frozen=True)
@@ -72,19 +78,19 @@ class DatasetConfig:
     task: Literal["regression", "binary", "multiclass"] = "regression"  # binary: 0/1, models give P(1); multiclass:
     # the target's values are the classes (str or int), models give one probability per class
     drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
-    min_rows: int = 1000  # per partition
+    min_rows: int | None = None  # per partition; none: derived from the partitions seen (data.schema.min_rows_of)
     sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
     memory_budget_mb: int = 1024  # ingest, validation, features and the split export read and write in batches sized
     # to this budget (MiB), not to the data (see mlassets.core.data.budget)
     # Blocking count and distribution checks of new partitions against the rest of the version:
-    row_change_band: float = 0.5  # rows of a new partition within +-50% of the mean of the others
-    target_mean_band: float = 0.5  # |mean - reference mean| <= band * reference std
-    target_quantile_band: float = 0.5  # quartiles: |q - reference q| <= band * reference IQR
+    row_change_band: float | None = None  # rows vs the others' mean; none: derived (data.partition_checks.row_band)
+    target_mean_band: float | None = None  # |mean - reference mean| <= band * reference std; none: data.bands
+    target_quantile_band: float | None = None  # quartiles: |q - reference q| <= band * reference IQR; none: derived
     tables: dict[str, TableConfig] = field(default_factory=dict)  # every other table the source delivers
 
     def __post_init__(self) -> None:
         for name in ("row_change_band", "target_mean_band", "target_quantile_band"):
-            if not getattr(self, name) > 0:
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ConfigError(f"dataset.{name}: must be > 0, got {getattr(self, name)}")
 
 
@@ -182,15 +188,27 @@ class GateConfig:
     slice_max_regression: float = 0.03
     bootstrap_samples: int = 1000
     confidence: float = 0.95
-    absolute_max_metric: float = 60.0  # a first model's main metric at most this (lower-is-better metrics)
-    absolute_min_metric: float = 0.0  # ... at least this (higher-is-better: accuracy)
-    latency_p99_ms: float = 50.0  # single-row p99 budget
+    absolute_max_metric: float | None = None  # none: a first model must beat a naive baseline (evaluate.derived)
+    absolute_min_metric: float | None = None  # ... the same for higher-is-better metrics (accuracy)
+    latency_budget_ms: float = 50.0  # single-row latency: the median of round medians (see evaluate.latency)
+    latency_max_regression: float = 0.5  # vs the champion, timed interleaved: fails when the interval is above it
+    latency_p99_ms: float | None = None  # the former name of latency_budget_ms, still read (older configs)
     max_size_mb: float = 100.0  # serialized model budget
     calibration_max_ece: float = 0.05  # binary and multiclass (top-label) tasks
-    prediction_min: float = -200.0
-    prediction_max: float = 1500.0
+    prediction_min: float | None = None  # none: the training target's range with a margin (evaluate.derived)
+    prediction_max: float | None = None
     promotion: Literal["auto", "manual"] = "auto"
     small_slices: Literal["pass", "hold"] = "pass"  # slices below slice_min_rows are listed; hold: not promoted
+
+    def __post_init__(self) -> None:
+        old = self.latency_p99_ms
+        if old is None:
+            return
+        if self.latency_budget_ms not in (old, 50.0):
+            raise ConfigError(f"gate.latency_p99_ms: {old!r} is the former name of gate.latency_budget_ms "
+                              f"({self.latency_budget_ms!r} given too); keep gate.latency_budget_ms only")
+        object.__setattr__(self, "latency_budget_ms", float(old))  # frozen: the value moves to the new name
+        object.__setattr__(self, "latency_p99_ms", None)
 
 
 @dataclass(frozen=True)
@@ -244,8 +262,8 @@ class PipelineConfig:
     dataset: DatasetConfig
     features: FeaturesConfig
     model: ModelConfig
-    training: TrainingConfig
-    gate: GateConfig
+    training: TrainingConfig = field(default_factory=TrainingConfig)  # every key has a default
+    gate: GateConfig = field(default_factory=GateConfig)
     automation: AutomationConfig = field(default_factory=AutomationConfig)
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     tuning: TuningConfig = field(default_factory=TuningConfig)

@@ -30,6 +30,7 @@ from mlassets.core.data.raw import (
 from mlassets.core.data.snapshot import VersionChecks, check_version
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.data.summary import PartitionSummary, summarize_reader, summary_path
+from mlassets.core.data.version_keys import key_of, version_key
 from mlassets.core.records import Record
 
 if TYPE_CHECKING:
@@ -61,6 +62,12 @@ class Ingested(Record):
     checks: list[CheckOutcome]  # empty when nothing was new, or ingested without validation
     message: str
     notes: list[str] = field(default_factory=list)  # what the source left out (undeclared columns), said once
+    key: str = ""  # the data version's partition key (``2024-01.14bdf921``; see ``version_keys``)
+    missing_target: int = 0  # rows without a target let in by dataset.drop_missing_target (dropped before the split)
+
+    def derived(self) -> list[str]:
+        """The checks whose bounds were derived from the data (the config left them out), one line each."""
+        return [f"{o.name}: {o.message}" for o in self.checks if "derived: " in o.message]
 
 
 def table_rows(table: pd.DataFrame | Path) -> int:
@@ -68,6 +75,18 @@ def table_rows(table: pd.DataFrame | Path) -> int:
     from mlassets.core.data.batches import open_parquet
 
     return open_parquet(table, str(table)).metadata.num_rows if isinstance(table, Path) else len(table)
+
+
+def count_missing(table: pd.DataFrame | Path, column: str, budget_mb: int) -> int:
+    """Rows of a frame or a Parquet file (read one column at a time) without a value in ``column``."""
+    from mlassets.core.data.batches import iter_frames, open_parquet
+
+    if not isinstance(table, Path):
+        return int(table[column].isna().sum()) if column in table.columns else 0
+    reader = open_parquet(table, str(table))
+    if column not in reader.schema_arrow.names:
+        return 0
+    return sum(int(frame[column].isna().sum()) for frame in iter_frames(reader, budget_mb, [column]))
 
 
 def summarize(partition: str, table: pd.DataFrame | Path, cfg: PipelineConfig) -> PartitionSummary:
@@ -106,6 +125,7 @@ def ingest_partition(
     repo = raw_repo(cfg)
     store.create_repo(repo, default_branch=WATCHED_BRANCH)
     rows = {name: table_rows(table) for name, table in tables.items()}
+    missing_target = count_missing(tables[main], cfg.dataset.target, cfg.dataset.memory_budget_mb)
     changes: dict[str, pd.DataFrame | Path | bytes] = {raw_path(name, partition): t for name, t in tables.items()}
     changes[summary_path(partition)] = summarize(partition, tables[main], cfg).to_json().encode()
     token = uuid.uuid4().hex
@@ -134,9 +154,13 @@ def ingest_partition(
     landed = tx.commit
     assert landed is not None  # the transaction landed (or raised)
     if landed.metadata.get(INGEST_ID) != token:  # nothing new: the same tables were already on the branch
+        key = key_of(store, cfg, landed)
         return Ingested(partition=partition, data_version=landed.id, created=False, parent="", staged="", rows=rows,
-                        checks=[], message=f"partition {partition}: the same tables are already on "
-                                           f"{WATCHED_BRANCH} at {landed.id[:12]}; no new data version")
+                        checks=[], key=key, missing_target=missing_target,
+                        message=f"partition {partition}: the same tables are already on "
+                                                    f"{WATCHED_BRANCH} at {key}; no new data version")
+    key = version_key([partition], landed.id)
     return Ingested(partition=partition, data_version=landed.id, created=True, parent=landed.parents[0],
-                    staged=staged.id, rows=rows, checks=checks.outcomes if checks else [],
-                    message=f"{landed.message}: data version {landed.id[:12]}")
+                    staged=staged.id, rows=rows, checks=checks.outcomes if checks else [], key=key,
+                    missing_target=missing_target,
+                    message=f"{landed.message}: data version {key}")

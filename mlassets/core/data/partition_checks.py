@@ -7,15 +7,14 @@ written at ingestion (``summary``). Bands come from the dataset config.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import pandas as pd
 
 from mlassets.core.config import DatasetConfig
+from mlassets.core.data.bands import QUARTILES, mean_shift, quartile_shifts, row_band, target_band
 from mlassets.core.data.outcome import CheckOutcome
 from mlassets.core.data.summary import TargetStats
-
-QUARTILES = {"q25": 0.25, "median": 0.5, "q75": 0.75}
 
 
 def _names(keys: Collection[str]) -> str:
@@ -24,13 +23,15 @@ def _names(keys: Collection[str]) -> str:
 
 
 def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
-    """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions."""
+    """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions (see
+    ``row_band``)."""
     import numpy as np
 
     reference = [n for key, n in counts.items() if key not in new]
     if not reference or not new:
         return CheckOutcome("row_change", True, "no other partitions to compare the row counts with")
-    mean, band = float(np.mean(reference)), cfg.row_change_band
+    band, how = row_band(cfg.row_change_band, reference)
+    mean = float(np.mean(reference))
     bad = []
     for key in sorted(new):
         change = counts.get(key, 0) / mean - 1 if mean else 0.0
@@ -38,9 +39,10 @@ def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: Da
             others = f"{len(reference)} other partition{'s' if len(reference) > 1 else ''}"
             bad.append(f"partition {key}: {counts.get(key, 0)} rows, {change:+.0%} vs the mean {mean:.0f} of "
                        f"{others} (band ±{band:.0%})")
+    said = f" ({how})" if how else ""
     if bad:
-        return CheckOutcome("row_change", False, "; ".join(bad), len(bad))
-    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.0f} rows")
+        return CheckOutcome("row_change", False, "; ".join(bad) + said, len(bad))
+    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.0f} rows{said}")
 
 
 Values = TargetStats | pd.Series | None  # a partition's summary, or raw values (tests, small inputs)
@@ -58,8 +60,10 @@ def _unchecked(name: str, new: TargetStats, reference: TargetStats, keys: Collec
     return None
 
 
-def validate_target_mean(new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
-    """|mean(new) - mean(reference)| <= ``target_mean_band`` reference standard deviations."""
+def validate_target_mean(new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig,
+                         seen: Sequence[TargetStats] = ()) -> CheckOutcome:
+    """|mean(new) - mean(reference)| <= ``target_mean_band`` reference standard deviations (unset: derived from
+    the reference partitions ``seen``, see ``bands.target_band``)."""
     if cfg.task == "multiclass":
         return CheckOutcome("target_mean", True, "multiclass target: class labels have no mean (drift compares the "
                                                  "class shares)")
@@ -67,18 +71,18 @@ def validate_target_mean(new: Values, reference: Values, keys: Collection[str], 
     skipped = _unchecked("target_mean", new, reference, keys)
     if skipped:
         return skipped
-    std = reference.std
-    scale = std if std > 0 else max(abs(reference.mean), 1.0)
-    shift = (new.mean - reference.mean) / scale
+    shift = mean_shift(new, reference)
+    band, how = target_band(cfg.target_mean_band, "target_mean_band", seen, mean_shift, "std")
     text = (f"column {cfg.target!r}: mean {new.mean:.4g} in {_names(keys)} vs {reference.mean:.4g} in the "
-            f"others, a shift of {shift:+.2f} std (band ±{cfg.target_mean_band:g})")
-    return CheckOutcome("target_mean", abs(shift) <= cfg.target_mean_band, text, int(abs(shift) > cfg.target_mean_band))
+            f"others, a shift of {shift:+.2f} std (band ±{band:.2g}{f'; {how}' if how else ''})")
+    return CheckOutcome("target_mean", abs(shift) <= band, text, int(abs(shift) > band))
 
 
 def validate_target_quantiles(
-    new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig
+    new: Values, reference: Values, keys: Collection[str], cfg: DatasetConfig, seen: Sequence[TargetStats] = (),
 ) -> CheckOutcome:
-    """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles."""
+    """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles (unset:
+    derived from the reference partitions ``seen``, see ``bands.target_band``)."""
     if cfg.task == "binary":
         return CheckOutcome("target_quantiles", True, "binary target: quartiles say nothing; the mean check judges it")
     if cfg.task == "multiclass":
@@ -89,14 +93,14 @@ def validate_target_quantiles(
         return skipped
     ref_q = {n: reference.quantile(q) for n, q in QUARTILES.items()}
     new_q = {n: new.quantile(q) for n, q in QUARTILES.items()}
-    iqr = ref_q["q75"] - ref_q["q25"]
-    scale = iqr if iqr > 0 else (reference.std or 1.0)
-    shifts = {n: (new_q[n] - ref_q[n]) / scale for n in QUARTILES}
-    band = cfg.target_quantile_band
+    shifts = quartile_shifts(new, reference)
+    band, how = target_band(cfg.target_quantile_band, "target_quantile_band", seen,
+                            lambda a, b: max(map(abs, quartile_shifts(a, b).values())), "IQR")
+    said = f"; {how}" if how else ""
     bad = [f"{n} {new_q[n]:.4g} vs {ref_q[n]:.4g} ({shifts[n]:+.2f} IQR)" for n in QUARTILES if abs(shifts[n]) > band]
     if bad:
-        text = f"column {cfg.target!r} in {_names(keys)}: {', '.join(bad)}; band ±{band:g} IQR"
+        text = f"column {cfg.target!r} in {_names(keys)}: {', '.join(bad)}; band ±{band:.2g} IQR{said}"
         return CheckOutcome("target_quantiles", False, text, len(bad))
     worst = max(shifts.values(), key=abs)
     return CheckOutcome("target_quantiles", True, f"column {cfg.target!r}: quartiles within {worst:+.2f} IQR "
-                                                  f"of the others (band ±{band:g})")
+                                                  f"of the others (band ±{band:.2g}{said})")

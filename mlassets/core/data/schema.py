@@ -61,8 +61,16 @@ def main_columns(cfg: DatasetConfig) -> dict[str, ColumnSpec]:
 
 
 def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
-    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``."""
-    return validate_table(frame, main_columns(cfg), cfg.key, budget_mb=cfg.memory_budget_mb)
+    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``; a missing target is named
+    with ``dataset.drop_missing_target``."""
+    outcome = validate_table(frame, main_columns(cfg), cfg.key, budget_mb=cfg.memory_budget_mb)
+    missing = frame[cfg.target].isna() if cfg.target in frame.columns else None
+    if not outcome.passed and missing is not None and missing.any() and not cfg.drop_missing_target:
+        first = missing[missing].index[0]
+        return CheckOutcome(outcome.name, False, f"{outcome.message}; column {cfg.target!r}, row {first} (of the "
+                            f"partition's rows, from 0): the target is missing in {int(missing.sum())} rows; set "
+                            "dataset.drop_missing_target: true to drop them (they are counted)", outcome.failures)
+    return outcome
 
 
 def table_rules(columns: dict[str, ColumnSpec], key: list[str], table: str = "") -> TableRules:
@@ -89,13 +97,36 @@ def merge_outcomes(outcomes: list[CheckOutcome]) -> CheckOutcome:
     return CheckOutcome("schema", False, "; ".join(o.message for o in failed), sum(o.failures for o in failed))
 
 
-def validate_min_rows(counts: dict[str, int], cfg: DatasetConfig) -> CheckOutcome:
-    """Every partition (month, week) holds at least ``min_rows`` rows (scaled by the sample fraction)."""
-    minimum = max(1, round(cfg.min_rows * cfg.sample_fraction))
+MIN_ROWS_SHARE = 0.1  # dataset.min_rows unset: a new partition holds at least this share of the others' median
+
+
+def min_rows_of(cfg: DatasetConfig, reference: dict[str, int]) -> tuple[int, str]:
+    """``dataset.min_rows`` (scaled by the sample fraction), or, unset, a tenth of the median rows of the other
+    partitions (1 when there are none); and how it was derived ("" when configured)."""
+    import math
+
+    import numpy as np
+
+    if cfg.min_rows is not None:
+        return max(1, round(cfg.min_rows * cfg.sample_fraction)), ""
+    if not reference:
+        return 1, "derived: no other partition yet; dataset.min_rows sets it"
+    median = float(np.median(list(reference.values())))
+    return max(1, math.ceil(MIN_ROWS_SHARE * median)), (
+        f"derived: {MIN_ROWS_SHARE:.0%} of the median {median:.0f} rows of {len(reference)} other "
+        f"partition{'s' if len(reference) > 1 else ''}; dataset.min_rows sets it")
+
+
+def validate_min_rows(counts: dict[str, int], cfg: DatasetConfig,
+                      reference: dict[str, int] | None = None) -> CheckOutcome:
+    """Every partition (month, week) in ``counts`` holds at least ``min_rows`` rows (see ``min_rows_of``;
+    ``reference``: the rows of the version's other partitions)."""
+    minimum, how = min_rows_of(cfg, reference or {})
+    said = f" ({how})" if how else ""
     short = {m: n for m, n in counts.items() if n < minimum}
     if short:
         key, n = min(short.items(), key=lambda kv: kv[1])
         return CheckOutcome(
-            "min_rows", False, f"partition {key}: {n} rows, fewer than the minimum {minimum}", len(short)
+            "min_rows", False, f"partition {key}: {n} rows, fewer than the minimum {minimum}{said}", len(short)
         )
-    return CheckOutcome("min_rows", True, f"every partition has at least {minimum} rows")
+    return CheckOutcome("min_rows", True, f"every partition has at least {minimum} rows{said}")

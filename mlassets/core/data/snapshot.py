@@ -119,13 +119,15 @@ def check_version(
     summaries = read_summaries(store, cfg, ref, paths)
     counts = {k: s.rows for k, s in summaries.items()}
     new_stats = TargetStats.merge([summaries[k].target for k in new])
-    ref_stats = TargetStats.merge([s.target for k, s in summaries.items() if k not in new])
+    seen = [s.target for k, s in summaries.items() if k not in new]  # what derived target bands are read from
+    ref_stats = TargetStats.merge(seen)
+    others = {k: n for k, n in counts.items() if k not in scope}  # what a derived minimum is read from
     outcomes = [
         _schema(store, cfg, ref, {k: objects[k] for k in scope}),
-        validate_min_rows({k: counts[k] for k in scope}, cfg.dataset),
+        validate_min_rows({k: counts[k] for k in scope}, cfg.dataset, others),
         validate_row_change(counts, new, cfg.dataset),
-        validate_target_mean(new_stats, ref_stats, new, cfg.dataset),
-        validate_target_quantiles(new_stats, ref_stats, new, cfg.dataset),
+        validate_target_mean(new_stats, ref_stats, new, cfg.dataset, seen),
+        validate_target_quantiles(new_stats, ref_stats, new, cfg.dataset, seen),
     ]
     return VersionChecks(outcomes, counts, new)
 

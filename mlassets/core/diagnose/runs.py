@@ -63,8 +63,10 @@ def resolve_run(text: str, home: Path) -> RunDir:
             raise ValueError(f"{path}: no rank*.parquet telemetry in it or in its telemetry/ folder")
         return RunDir(path, telemetry, mtime=path.stat().st_mtime)
     runs = list_runs(home)
+    short = text.rsplit(".", 1)[-1]  # a data-version key (2013-03.6870220f) names its commit by a short id
     for run in runs:
-        if text and (run.run_key.startswith(text[:8]) or run.data_version.startswith(text[:16])):
+        if text and (run.run_key.startswith(text[:8]) or run.data_version.startswith(text[:16])
+                     or "." in text and len(short) >= 8 and run.data_version.startswith(short)):
             return run
     known = ", ".join(r.run_key for r in runs[:5]) or "none recorded yet"
     raise ValueError(f"no training run matches {text!r} (a path, a run id or a data version); recent runs: {known}")

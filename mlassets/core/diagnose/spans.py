@@ -95,6 +95,18 @@ def requests(spans: pd.DataFrame, root: str) -> pd.DataFrame:
     return out[["total", *STAGES, "other"]]
 
 
+P99_MIN_REQUESTS = 100  # a p99 is the slowest 1%: fewer requests and it is only the slowest one
+
+
+def too_few_for_p99(count: int) -> str:
+    """What a page says next to a p99 of ``count`` requests ("" when there are enough)."""
+    if count >= P99_MIN_REQUESTS:
+        return ""
+    return (f"{count} request{'s' if count != 1 else ''}: too few for a p99, which needs at least "
+            f"{P99_MIN_REQUESTS} (the slowest 1%); the p99 shown is about the slowest request, not a percentile to "
+            "act on. Trace more: `mlassets diagnose --trace-serving MODEL --rows FILE`.")
+
+
 def stage_table(reqs: pd.DataFrame) -> pd.DataFrame:
     """p50 and p99 in ms of the total and of every stage."""
     return pd.DataFrame({"p50_ms": reqs.quantile(0.5), "p99_ms": reqs.quantile(0.99)})

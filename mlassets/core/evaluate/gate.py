@@ -7,8 +7,10 @@ Every rule is reported with its value, its limit and whether it passed, so a rej
 * ``main_metric`` (with a champion): the candidate is at most ``tolerance`` worse overall in
   ``main_metric`` (``mae``/``rmse`` for regression, ``logloss``/``brier`` for binary models, ``logloss``/
   ``accuracy`` for multiclass ones); ``absolute_main_metric`` (first model): the candidate is under
-  ``absolute_max_metric``. Accuracy is higher-is-better: its limits are minimums (``bound: min``), "worse" is
-  lower, and a first model must reach ``absolute_min_metric``;
+  ``absolute_max_metric``; without one, ``baseline_main_metric``: it beats a naive baseline on the same holdout
+  (``mlassets.core.evaluate.derived``, which also derives the sanity range when ``prediction_min`` /
+  ``prediction_max`` are unset). Accuracy is higher-is-better: its limits are minimums (``bound: min``), "worse"
+  is lower, and a first model must reach ``absolute_min_metric`` (or beat the baseline's accuracy);
 * ``slice <col>=<value>`` (with a champion, slice values of at least ``slice_min_rows`` rows; multiclass also one
   slice per true class, named after the target): the candidate
   rejects only if its main metric on the slice is worse than the champion's by more than
@@ -16,9 +18,11 @@ Every rule is reported with its value, its limit and whether it passed, so a rej
   side of zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled);
 * ``unjudged_slices`` (with a champion): the slice values too small to judge are listed in the result;
   ``gate.small_slices: hold`` keeps the candidate back while there are any;
-* ``latency_p99`` (single-row p99 ms vs ``latency_p99_ms``), ``model_size`` (MB vs ``max_size_mb``) and
-  ``calibration_ece`` (binary models; multiclass: top-label, vs ``calibration_max_ece``), where the evaluation
-  measured them.
+* ``latency_vs_champion`` (with a champion, both timed interleaved in one process: fails only when the bootstrap
+  interval of the single-row latency change lies entirely above ``latency_max_regression``), ``latency_budget``
+  (the candidate's median of round medians vs ``latency_budget_ms``; a p99 is shown, never gated: it measures the
+  machine's load as much as the model), ``model_size`` (MB vs ``max_size_mb``) and ``calibration_ece`` (binary
+  models; multiclass: top-label, vs ``calibration_max_ece``), where the evaluation measured them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from mlassets.core.evaluate.rules import (
     main_rule,
     sanity_rules,
     slice_rules,
+    summarize_unjudged,
     unjudged_rule,
 )
 from mlassets.core.records import Record
@@ -68,8 +73,7 @@ class GateResult(Record):
             more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
             text = f"fail: {reasons[0]}{more}"
         if self.unjudged and self.passed:
-            text += f"; not judged (too few rows): {', '.join(u.describe() for u in self.unjudged[:5])}"
-            text += f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else ""
+            text += f"; not judged (too few rows): {summarize_unjudged(self.unjudged)}"
         if self.dropped_missing_target:
             text += f"; {self.dropped_missing_target} rows without a target were left out"
         return text

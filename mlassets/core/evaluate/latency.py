@@ -1,18 +1,42 @@
-"""Inference latency of a model's ``predict``: single-row p50/p99 and batch latency, measured in-process.
+"""Inference latency of a model's ``predict``, measured in-process: single rows and batches.
 
 Single rows are sliced out of the sample *before* the clock starts, so only ``predict`` is timed. A few
 warm-up calls run first (lazy initialization, allocator and thread-pool start-up are not inference).
+
+What the gate judges must not flip with the load of the machine, so two models are timed *interleaved*
+(``interleaved_singles``): in each of ``ROUNDS`` rounds both models predict the same rows, call after call in
+alternating order, so whatever else runs on the CPU slows both alike. Each round gives one median per model;
+the candidate against the champion is the ratio of the medians of those round medians, with a bootstrap
+interval over rounds (``latency_change``), and the absolute budget reads the candidate's median of round medians.
+A p99 of a few hundred calls is shown, never gated: it measures the neighbours on the CPU as much as the model.
+Models are timed at a fixed torch thread count (``torch_threads``; the pipeline's ``training.threads``): with
+more threads than free cores, a wide layer's thread pool waits on the neighbours and a small one's does not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 Predict = Callable[[pd.DataFrame], np.ndarray]
+ROUNDS, CALLS = 15, 8  # single-row calls per model: ROUNDS x CALLS
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op thread count set to ``threads`` for the block, then restored."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _timed(predict: Predict, frame: pd.DataFrame) -> float:
@@ -21,43 +45,78 @@ def _timed(predict: Predict, frame: pd.DataFrame) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
-def measure_latency(
-    predict: Predict,
-    rows: pd.DataFrame,
-    n_single: int = 200,
-    n_batches: int = 5,
-    batch_rows: int = 1024,
-    warmup: int = 3,
-) -> dict[str, float]:
-    """Time ``predict`` on ``n_single`` one-row frames and ``n_batches`` frames of ``batch_rows`` rows.
-
-    Returns milliseconds: ``single_p50_ms``, ``single_p99_ms``, ``single_max_ms``, ``batch_p50_ms``,
-    ``batch_p99_ms``; ``batch_rows`` (the batch size used, capped at the rows given) and ``rows_per_s``
-    (batch throughput at the median batch); plus the call counts.
-    """
+def _singles(rows: pd.DataFrame, n: int) -> list[pd.DataFrame]:
     if len(rows) == 0:
         raise ValueError("latency needs at least one row")
-    if n_single < 1 or n_batches < 1:
-        raise ValueError(f"n_single and n_batches must be >= 1, got {n_single} and {n_batches}")
     rows = rows.reset_index(drop=True)
-    singles = [rows.iloc[i % len(rows) : i % len(rows) + 1] for i in range(n_single)]
+    return [rows.iloc[i % len(rows) : i % len(rows) + 1] for i in range(n)]
+
+
+def measure_batches(predict: Predict, rows: pd.DataFrame, n_batches: int = 5,
+                    batch_rows: int = 1024) -> dict[str, float]:
+    """``batch_p50_ms``, ``batch_p99_ms``, ``batch_rows`` (capped at the rows given), ``rows_per_s`` (at the
+    median batch) and ``n_batches``."""
+    if len(rows) == 0 or n_batches < 1:
+        raise ValueError(f"batches need rows and n_batches >= 1, got {len(rows)} rows and {n_batches}")
+    rows = rows.reset_index(drop=True)
     size = min(batch_rows, len(rows))
     starts = [(j * size) % max(len(rows) - size + 1, 1) for j in range(n_batches)]
     batches = [rows.iloc[s : s + size] for s in starts]
+    predict(batches[0])
+    batch = np.array([_timed(predict, frame) for frame in batches])
+    p50 = float(np.percentile(batch, 50))
+    return {"batch_rows": float(size), "batch_p50_ms": p50, "batch_p99_ms": float(np.percentile(batch, 99)),
+            "rows_per_s": float(size / (p50 / 1000.0)) if p50 > 0 else float("inf"), "n_batches": float(n_batches)}
+
+
+def measure_latency(
+    predict: Predict, rows: pd.DataFrame, n_single: int = 200, n_batches: int = 5, batch_rows: int = 1024,
+    warmup: int = 3,
+) -> dict[str, float]:
+    """One model alone: ``n_single`` one-row frames (``single_p50_ms``, ``single_p99_ms``, ``single_max_ms``) and
+    ``measure_batches``; plus the call counts. For a benchmark; the gate reads ``interleaved_singles``."""
+    if n_single < 1:
+        raise ValueError(f"n_single must be >= 1, got {n_single}")
+    singles = _singles(rows, n_single)
     for i in range(warmup):
         predict(singles[i % n_single])
-    predict(batches[0])
     single = np.array([_timed(predict, frame) for frame in singles])
-    batch = np.array([_timed(predict, frame) for frame in batches])
-    p50_batch = float(np.percentile(batch, 50))
-    return {
-        "single_p50_ms": float(np.percentile(single, 50)),
-        "single_p99_ms": float(np.percentile(single, 99)),
-        "single_max_ms": float(single.max()),
-        "batch_rows": float(size),
-        "batch_p50_ms": p50_batch,
-        "batch_p99_ms": float(np.percentile(batch, 99)),
-        "rows_per_s": float(size / (p50_batch / 1000.0)) if p50_batch > 0 else float("inf"),
-        "n_single": float(n_single),
-        "n_batches": float(n_batches),
-    }
+    return {"single_p50_ms": float(np.percentile(single, 50)), "single_p99_ms": float(np.percentile(single, 99)),
+            "single_max_ms": float(single.max()), **measure_batches(predict, rows, n_batches, batch_rows),
+            "n_single": float(n_single)}
+
+
+def interleaved_singles(predicts: Mapping[str, Predict], rows: pd.DataFrame, rounds: int = ROUNDS,
+                        calls: int = CALLS, warmup: int = 3) -> dict[str, np.ndarray]:
+    """Milliseconds of single-row calls, ``[rounds, calls]`` per model: every model predicts the same row in turn
+    (the order rotating from one row to the next), so load on the machine falls on all of them alike."""
+    if rounds < 1 or calls < 1:
+        raise ValueError(f"rounds and calls must be >= 1, got {rounds} and {calls}")
+    names = list(predicts)
+    singles = _singles(rows, rounds * calls)
+    for i in range(warmup):
+        for name in names:
+            predicts[name](singles[i % len(singles)])
+    out = {name: np.empty((rounds, calls)) for name in names}
+    for i, frame in enumerate(singles):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            out[name][i // calls, i % calls] = _timed(predicts[name], frame)
+    return out
+
+
+def median_of_medians(times: np.ndarray) -> float:
+    """The median over rounds of each round's median: a spike or a busy round moves it little."""
+    return float(np.median(np.median(times, axis=1)))
+
+
+def latency_change(candidate: np.ndarray, champion: np.ndarray, samples: int = 2000, confidence: float = 0.95,
+                   seed: int = 0) -> tuple[float, float, float]:
+    """``(change, low, high)``: the candidate's median of round medians over the champion's, minus 1, and its
+    bootstrap interval over rounds (both models' rounds resampled together: they ran side by side)."""
+    cand, champ = np.median(candidate, axis=1), np.median(champion, axis=1)
+    idx = np.random.default_rng([seed, 0x1A7]).integers(0, len(cand), size=(samples, len(cand)))
+    boot = np.median(cand[idx], axis=1) / np.median(champ[idx], axis=1) - 1.0
+    alpha = 1.0 - confidence
+    low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    return float(np.median(cand) / np.median(champ) - 1.0), float(low), float(high)

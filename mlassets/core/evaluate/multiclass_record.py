@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from mlassets.core.evaluate.derived import Derived
+
 ROW_METRICS = ("logloss", "accuracy")  # means of per-row values: the ones a slice rule and its bootstrap can use
 
 
@@ -64,6 +66,7 @@ def evaluate_multiclass(
     frame: pd.DataFrame, y_true: Any, prob_candidate: pd.DataFrame, prob_champion: pd.DataFrame | None,
     cfg: PipelineConfig, *, champion_version: str | None = None, data_version: str = "",
     performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
+    derived: Derived | None = None,
 ) -> Evaluation:
     """Measure both models on the same rows: ``y_true`` holds the class labels, ``prob_<model>`` one column of
     probabilities per class the model knows (named by the class), ``frame`` the slice columns."""
@@ -99,4 +102,5 @@ def evaluate_multiclass(
         calibration={m: mc.calibration(s["prob"], y) for m, s in models.items()},
         performance=dict(performance or {}), predictions_uri=predictions_uri,
         dropped_missing_target=dropped_missing_target, classes=_class_rows(labels, y, models),
+        baseline=derived.baseline if derived else None, derived=list(derived.lines) if derived else [],
     )

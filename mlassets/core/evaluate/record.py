@@ -8,6 +8,7 @@ multiclass task also a row per class (``ClassRow``; ``multiclass_record`` builds
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,8 @@ from mlassets.core.records import Record
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from mlassets.core.evaluate.derived import Derived
 
 NAN = float("nan")
 
@@ -93,6 +96,8 @@ class Evaluation(Record):
     predictions_uri: str = ""  # the scored holdout rows (MLflow artifact)
     dropped_missing_target: int = 0  # rows of the version without a target, dropped before the split
     classes: list[ClassRow] = field(default_factory=list)  # multiclass: one row per class, in label order
+    baseline: dict[str, float] | None = None  # a naive model's metrics on this holdout (a first model beats it)
+    derived: list[str] = field(default_factory=list)  # thresholds derived from the data, one sentence each
 
     @property
     def has_champion(self) -> bool:
@@ -191,9 +196,11 @@ def evaluate_models(
     frame: pd.DataFrame, y_true: Any, pred_candidate: Any, pred_champion: Any | None, cfg: PipelineConfig,
     *, champion_version: str | None = None, data_version: str = "",
     performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
+    derived: Derived | None = None,
 ) -> Evaluation:
     """Measure both models on the same rows (``frame`` holds the slice columns); a regression or binary task (a
-    multiclass one: ``multiclass_record.evaluate_multiclass``)."""
+    multiclass one: ``multiclass_record.evaluate_multiclass``). ``derived`` gives the sanity range and naive
+    baseline where the config leaves them out (``mlassets.core.evaluate.derived``)."""
     import numpy as np
 
     if cfg.dataset.task == "multiclass":
@@ -217,8 +224,18 @@ def evaluate_models(
         task=task, main_metric=cfg.gate.main_metric, holdout_rows=int(y.size),
         candidate=model_metrics(task, y, cand), champion=None if champ is None else model_metrics(task, y, champ),
         slices=slice_rows(frame, y, cand, champ, cfg),
-        predictions=prediction_stats(cand, cfg.gate.prediction_min, cfg.gate.prediction_max),
+        predictions=prediction_stats(cand, *_prediction_range(cfg, derived)),
         confidence=cfg.gate.confidence, champion_version=champion_version, data_version=data_version,
         calibration=calibration, performance=dict(performance or {}), predictions_uri=predictions_uri,
-        dropped_missing_target=dropped_missing_target,
+        dropped_missing_target=dropped_missing_target, baseline=derived.baseline if derived else None,
+        derived=list(derived.lines) if derived else [],
     )
+
+
+def _prediction_range(cfg: PipelineConfig, derived: Derived | None) -> tuple[float, float]:
+    """The configured sanity range, else the derived one, else unbounded."""
+    low = cfg.gate.prediction_min if cfg.gate.prediction_min is not None else (
+        derived.prediction_min if derived else -math.inf)
+    high = cfg.gate.prediction_max if cfg.gate.prediction_max is not None else (
+        derived.prediction_max if derived else math.inf)
+    return low, high

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlassets.core.config import GateConfig
-from mlassets.core.evaluate.metrics import get_metric
+from mlassets.core.evaluate.metrics import Metric, get_metric
 from mlassets.core.evaluate.record import Evaluation, SliceRow
 from mlassets.core.records import Record
 
@@ -37,6 +37,24 @@ class UnjudgedSlice(Record):
 
     def describe(self) -> str:
         return f"{self.slice}={self.value} ({self.n} rows < {self.min_rows})"
+
+
+def summarize_unjudged(unjudged: list[UnjudgedSlice], shown: int = 3) -> str:
+    """One clause per slice column, however many values it has: ``46 values of city with 3-41 rows (e.g. abilene
+    (12), ...)``; a single value is named as it is."""
+    by_column: dict[str, list[UnjudgedSlice]] = {}
+    for u in unjudged:
+        by_column.setdefault(u.slice, []).append(u)
+    parts = []
+    for column, values in by_column.items():
+        if len(values) == 1:
+            parts.append(values[0].describe())
+            continue
+        ns = [v.n for v in values]
+        examples = ", ".join(f"{v.value} ({v.n})" for v in sorted(values, key=lambda v: -v.n)[:shown])
+        rows = f"{min(ns)} rows each" if min(ns) == max(ns) else f"{min(ns)}-{max(ns)} rows"
+        parts.append(f"{len(values)} values of {column} with {rows} < {values[0].min_rows} (e.g. {examples})")
+    return "; ".join(parts)
 
 
 def rule(name: str, value: float, limit: float, passed: bool, reason: str, bound: str = "max") -> RuleResult:
@@ -86,6 +104,8 @@ def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
     higher, bound = metric.higher_is_better, "min" if metric.higher_is_better else "max"
     value = evaluation.candidate.get(metric.name, np.nan)
     unseen = _unseen(evaluation)
+    if evaluation.champion is None and (cfg.absolute_min_metric if higher else cfg.absolute_max_metric) is None:
+        return baseline_rule(evaluation, metric, value, unseen)
     if evaluation.champion is None:
         limit = cfg.absolute_min_metric if higher else cfg.absolute_max_metric
         if not np.isfinite(value):
@@ -108,6 +128,22 @@ def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
         f"({pct(change)}, limit {limit_pct(-cfg.tolerance if higher else cfg.tolerance)}"
         f"{'; higher is better' if higher else ''}){unseen}", bound,
     )
+
+
+def baseline_rule(evaluation: Evaluation, metric: Metric, value: float, unseen: str = "") -> RuleResult:
+    """A first model without ``gate.absolute_max_metric`` (``absolute_min_metric`` for accuracy): better than the
+    naive baseline on the same holdout."""
+    import numpy as np
+
+    higher, bound = metric.higher_is_better, "min" if metric.higher_is_better else "max"
+    base = (evaluation.baseline or {}).get(metric.name, np.nan)
+    if not np.isfinite(base):  # no baseline measured (no training target): only finiteness is judged
+        return rule("baseline_main_metric", value, base, bool(np.isfinite(value)),
+                    f"candidate {metric.label} is not finite", bound)
+    key = "gate.absolute_min_metric" if higher else "gate.absolute_max_metric"
+    return rule("baseline_main_metric", value, base, bool(value > base if higher else value < base),
+                f"{metric.label} {metric.fmt(value)} does not beat the naive baseline's {metric.fmt(base)} on the "
+                f"same holdout, for a first model (no champion; {key} sets a limit instead){unseen}", bound)
 
 
 def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
@@ -146,23 +182,37 @@ def slice_rules(cfg: GateConfig, evaluation: Evaluation) -> tuple[list[RuleResul
 
 def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
     """``gate.small_slices``: ``pass`` lists the unjudged slices; ``hold`` keeps the candidate back for them."""
-    listed = ", ".join(u.describe() for u in unjudged[:8]) + (f" and {len(unjudged) - 8} more" if len(unjudged) > 8
-                                                              else "")
+    listed = summarize_unjudged(unjudged)
     return rule("unjudged_slices", len(unjudged), 0, cfg.small_slices == "pass" or not unjudged,
                 f"{len(unjudged)} slice value(s) have too few holdout rows to judge (gate.small_slices: hold): "
                 f"{listed}")
 
 
+def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) -> list[RuleResult]:
+    """``latency_vs_champion`` (timed interleaved with it: fails only when the whole interval of the change lies
+    above ``latency_max_regression``) and ``latency_budget`` (the median of round medians, single row)."""
+    rules = []
+    if "vs_champion_change" in perf:
+        change, low, high = (float(perf[f"vs_champion_{k}"]) for k in ("change", "ci_low", "ci_high"))
+        limit = cfg.latency_max_regression
+        rules.append(rule("latency_vs_champion", change, limit, not low > limit,
+                          f"single-row latency {1 + change:.2f}x the champion's ({pct(change)}, limit "
+                          f"{limit_pct(limit)}), timed side by side; {confidence * 100:g}% interval "
+                          f"[{pct(low)}, {pct(high)}]"))
+    if "single_median_ms" in perf:
+        ms, budget, rounds = float(perf["single_median_ms"]), cfg.latency_budget_ms, int(perf.get("latency_rounds", 0))
+        rules.append(rule("latency_budget", ms, budget, bool(ms <= budget),
+                          f"single-row latency {ms:.1f} ms (median of {rounds} rounds' medians) > budget "
+                          f"{budget:g} ms"))
+    return rules
+
+
 def budget_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
-    """``latency_p99``, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
+    """The latency rules, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
     import numpy as np
 
     perf = evaluation.performance.get("candidate", {})
-    rules = []
-    if "single_p99_ms" in perf:
-        ms, budget = float(perf["single_p99_ms"]), cfg.latency_p99_ms
-        rules.append(rule("latency_p99", ms, budget, bool(ms <= budget),
-                          f"p99 latency {ms:.1f} ms > budget {budget:g} ms (single row)"))
+    rules = latency_rules(cfg, perf, evaluation.confidence)
     if "size_bytes" in perf:
         mb, budget = float(perf["size_bytes"]) / MB, cfg.max_size_mb
         rules.append(rule("model_size", mb, budget, bool(mb <= budget),

@@ -15,7 +15,15 @@ import numpy as np
 import pandas as pd
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.latency import measure_latency
+from mlassets.core.evaluate.latency import (
+    CALLS,
+    ROUNDS,
+    interleaved_singles,
+    latency_change,
+    measure_batches,
+    median_of_medians,
+    torch_threads,
+)
 from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
 from mlassets.core.evaluate.record import Evaluation, evaluate_models
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes
@@ -25,8 +33,8 @@ from mlassets.core.train.splits import class_label
 PREDICTIONS = "predictions.parquet"
 EVALUATION = "evaluation.json"
 LATENCY_SAMPLE_ROWS = 2048
-_CALL_COUNTS = ("n_single", "n_batches", "batch_rows")  # how latency was measured: not metrics
-REFERENCE_LATENCY = {"n_single": 50, "n_batches": 3}  # the champion's latency is shown, not gated
+_CALL_COUNTS = ("n_single", "n_batches", "batch_rows", "latency_rounds", "threads")  # how it was measured
+REFERENCE_BATCHES = 3  # the champion's batch latency is shown, not gated
 _MLFLOW_BATCH = 500  # metrics per log_batch call (MLflow's limit is 1000)
 _METRIC_NAME_BAD = re.compile(r"[^\w.\- ]")  # MLflow metric names: alphanumerics, _ - . space and /
 
@@ -73,29 +81,37 @@ def latency_sample(holdout: pd.DataFrame, bundles: list[ModelBundle], seed: int 
     return rows[columns].reset_index(drop=True)
 
 
-def measure_model(
-    bundle: ModelBundle, directory: str | Path | None, sample: pd.DataFrame, **latency: Any
-) -> dict[str, float]:
-    """Latency of ``bundle.predict`` on rows of ``sample`` (see ``latency_sample``) and the saved bundle's size.
-
-    ``latency`` goes to ``measure_latency`` (e.g. fewer calls for a model measured only for reference).
-    """
-    out = measure_latency(bundle.predict, sample, **latency)
-    if directory is not None:
-        out["size_bytes"] = float(bundle_size_bytes(directory))
-    return out
+def single_stats(times: np.ndarray) -> dict[str, float]:
+    """What one model's interleaved single-row calls (``[rounds, calls]`` ms) show: p50, p99 and max of every
+    call (for people), the median of round medians (what the gate reads) and the counts."""
+    flat = times.ravel()
+    return {"single_p50_ms": float(np.percentile(flat, 50)), "single_p99_ms": float(np.percentile(flat, 99)),
+            "single_max_ms": float(flat.max()), "single_median_ms": median_of_medians(times),
+            "latency_rounds": float(times.shape[0]), "n_single": float(flat.size)}
 
 
 def measure_models(
-    bundles: dict[str, ModelBundle], dirs: dict[str, str | Path], holdout: pd.DataFrame, seed: int = 0
+    bundles: dict[str, ModelBundle], dirs: dict[str, str | Path], holdout: pd.DataFrame, seed: int = 0,
+    confidence: float = 0.95, rounds: int = ROUNDS, calls: int = CALLS, threads: int = 1,
 ) -> dict[str, dict[str, float]]:
-    """``measure_model`` per model on one shared sample; the gate reads the candidate's, the others get
-    fewer calls (they are shown for reference)."""
+    """Latency of every model on one shared sample at ``threads`` torch threads, single rows timed interleaved
+    (``interleaved_singles``); batch latency and each saved bundle's size. With a champion, the candidate's entry
+    also holds its latency change against it (``vs_champion_change``, interval ``vs_champion_ci_low`` / ``_high``)."""
     sample = latency_sample(holdout, list(bundles.values()), seed)
-    return {
-        model: measure_model(bundle, dirs.get(model), sample, **({} if model == "candidate" else REFERENCE_LATENCY))
-        for model, bundle in bundles.items()
-    }
+    with torch_threads(threads):
+        singles = interleaved_singles({m: b.predict for m, b in bundles.items()}, sample, rounds, calls)
+        batches = {m: measure_batches(b.predict, sample, 5 if m == "candidate" else REFERENCE_BATCHES)
+                   for m, b in bundles.items()}
+    out = {}
+    for model in bundles:
+        out[model] = {**single_stats(singles[model]), **batches[model], "threads": float(threads)}
+        if dirs.get(model) is not None:
+            out[model]["size_bytes"] = float(bundle_size_bytes(dirs[model]))
+    if "candidate" in singles and "champion" in singles:
+        change, low, high = latency_change(singles["candidate"], singles["champion"], confidence=confidence,
+                                           seed=seed)
+        out["candidate"].update(vs_champion_change=change, vs_champion_ci_low=low, vs_champion_ci_high=high)
+    return out
 
 
 def has_champion(predictions: pd.DataFrame) -> bool:

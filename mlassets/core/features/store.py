@@ -184,6 +184,15 @@ def read_split(store: VersionedStore, cfg: PipelineConfig, data_version: str, sp
                      ignore_index=True)
 
 
+def split_column(store: VersionedStore, cfg: PipelineConfig, data_version: str, split: str, column: str) -> np.ndarray:
+    """One column of a split, in ``split_tables``' order: only that column is kept of each batch."""
+    import numpy as np
+
+    parts = [table.column(column).to_numpy(zero_copy_only=False)
+             for table in split_tables(store, cfg, data_version, split) if column in table.column_names]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
 def export_splits(
     store: VersionedStore, cfg: PipelineConfig, data_version: str, directory: Path, splits: tuple[str, ...]
 ) -> dict[str, Path]:

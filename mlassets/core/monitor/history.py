@@ -63,7 +63,8 @@ def decay_points(files: RecordFiles, ages: Ages, cfg: PipelineConfig, evaluation
     """One point per evaluation of a champion, and each model's own evaluation (age 0)."""
     metric, tolerance = cfg.gate.main_metric, cfg.monitoring.decay_tolerance
     higher = get_metric(metric).higher_is_better
-    evaluations = {k: r for k, r in stored(files, evaluation_key).items() if isinstance(r, Evaluation)}
+    evaluations = {r.data_version or k: r for k, r in stored(files, evaluation_key).items()  # by commit, not key
+                   if isinstance(r, Evaluation)}
     trained_on = {r.version: r.record.data_commit for r in stored(files, registered_key).values()
                   if isinstance(r, RegisteredVersion)}
     points = []

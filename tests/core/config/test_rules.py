@@ -70,7 +70,10 @@ MORE_RULES = [
     ("training.weight_decay", -0.1, "training.weight_decay: must be >= 0, got -0.1"),
     ("gate.confidence", 0, "gate.confidence: must be between 0 and 1"),
     ("gate.slice_max_regression", -0.03, "gate.slice_max_regression: must be >= 0"),
-    ("gate.latency_p99_ms", 0, "gate.latency_p99_ms: must be > 0, got 0.0"),
+    ("gate.latency_budget_ms", 0, "gate.latency_budget_ms: must be > 0, got 0.0"),
+    ("gate.latency_max_regression", -0.5, "gate.latency_max_regression: must be >= 0, got -0.5"),
+    ("gate", {"latency_p99_ms": 20, "latency_budget_ms": 30},
+     "gate.latency_p99_ms: 20.0 is the former name of gate.latency_budget_ms (30.0 given too)"),
     ("gate.calibration_max_ece", 1.5, "gate.calibration_max_ece: must be in [0, 1], got 1.5"),
     ("gate.absolute_max_metric", math.inf, "gate.absolute_max_metric: expected a finite number, got inf"),
     ("gate.small_slices", "ignore", "gate.small_slices: 'ignore' is not one of ['pass', 'hold']"),
@@ -168,3 +171,10 @@ def test_accuracy_is_a_multiclass_gate_metric_with_a_minimum_for_a_first_model()
         parse_config(_set(_set(_multiclass(), "gate.main_metric", "accuracy"), "gate.absolute_min_metric", 1.5))
     with pytest.raises(ConfigError, match=r"gate.main_metric: 'accuracy' does not fit dataset.task 'regression'"):
         parse_config(_set(_config(), "gate.main_metric", "accuracy"))
+
+
+def test_a_config_written_before_the_latency_budget_was_renamed_still_loads() -> None:
+    """Configs kept in a home (and recorded beside every model) name every key, the old one included."""
+    cfg = parse_config(_set(_config(), "gate.latency_p99_ms", 40))
+    assert cfg.gate.latency_budget_ms == 40.0 and cfg.to_dict()["gate"]["latency_p99_ms"] is None
+    assert parse_config(cfg.to_dict()).gate.latency_budget_ms == 40.0

@@ -160,9 +160,29 @@ def test_duplicate_keys_are_rejected_naming_the_key(cfg, example, store) -> None
     assert "key ['date', 'shop'] is not unique" in message
 
 
-def test_a_missing_target_is_rejected_naming_the_column(cfg, example, store) -> None:
-    message = _rejected(store, cfg, example, lambda f: f.__setitem__("units", f["units"].where(f.index != 4, "")))
-    assert "column 'units'" in message and "nan" in message.lower()
+def test_a_missing_target_is_rejected_naming_file_row_and_the_key_that_drops_it(cfg, example, store) -> None:
+    ingest_partition(store, cfg, JAN)
+    head = store.resolve(raw_repo(cfg), WATCHED_BRANCH)
+    frame = pd.read_csv(_csv(example, FEB), dtype=str)
+    frame.loc[4, "units"] = ""
+    frame.to_csv(_csv(example, FEB), index=False)
+    with pytest.raises(FileRejected) as err:
+        ingest_partition(store, cfg, FEB)
+    assert str(err.value) == (f"{_csv(example, FEB)}: column 'units', row 6: the target is missing; set "
+                              "dataset.drop_missing_target: true to drop rows without a target (they are counted)")
+    assert store.resolve(raw_repo(cfg), WATCHED_BRANCH) == head  # nothing reached the watched branch
+
+
+def test_a_missing_target_from_any_source_says_which_key_drops_it(cfg) -> None:
+    from mlassets.core.data.schema import validate_schema
+
+    frame = partition_tables(cfg, JAN)["sales"]
+    frame.loc[7, "units"] = float("nan")
+    outcome = validate_schema(frame, cfg.dataset)  # what a plug-in source's rows meet at ingestion
+    assert not outcome.passed and "column 'units' failed not_nullable" in outcome.message
+    assert outcome.message.endswith("column 'units', row 7 (of the partition's rows, from 0): the target is "
+                                    "missing in 1 rows; set dataset.drop_missing_target: true to drop them (they "
+                                    "are counted)")
 
 
 def test_a_slice_value_in_another_case_is_rejected_naming_it(cfg, example, store) -> None:

@@ -18,6 +18,8 @@ def test_diagnose_a_folder_a_run_id_and_an_example(home: str, capsys) -> None:
     assert main(["diagnose"]) == 0 and "abcd1234" in capsys.readouterr().out
     assert main(["diagnose", "abcd1234"]) == 0
     assert "verdict: straggler: rank 1, compute (its device)" in capsys.readouterr().out
+    assert main(["diagnose", "2013-03.01234567"]) == 0  # the data version's partition key names it too
+    assert "verdict: straggler: rank 1" in capsys.readouterr().out
     assert main(["diagnose", "--example", "straggler"]) == 0
     assert "rank 3" in capsys.readouterr().out
     assert main(["diagnose", "nosuchrun"]) == 2

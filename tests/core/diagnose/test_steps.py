@@ -16,7 +16,7 @@ def test_warmup_is_the_first_step_of_each_attempt_and_is_left_out() -> None:
     frame.loc[frame.index[::100], "t_step"] = 5.0  # each rank's first step: 5 s of start-up
     frame.loc[frame.index[::100], "t_data_wait"] = 4.9
     summary = rank_summary(to_ms(frame))
-    assert summary.loc[0, "t_step"] == pytest.approx(180.0) and summary.loc[0, "steps"] == 99
+    assert summary.loc[0, "t_step"] == pytest.approx(420.0) and summary.loc[0, "steps"] == 99  # waits for rank 3
     two = pd.concat([frame[frame["rank"] == 0], frame[frame["rank"] == 0].assign(attempt=2)], ignore_index=True)
     arrays = to_ms(two)
     assert arrays.warmup.sum() == 2 and rank_summary(arrays).loc[0, "steps"] == 198

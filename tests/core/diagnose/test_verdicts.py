@@ -59,6 +59,23 @@ def test_worked_example_straggler_is_the_input_path() -> None:
     assert s is not None and s.rank == 3 and s.part == "t_data_wait"
     assert s.cause.startswith("input path")
     assert round(s.others_wait_ms) == 240 and "250 of 420 ms per step is data wait on rank 3" in d.verdict.evidence
+    peers = d.summary.drop(index=3)  # a synchronous job: the others' 420 ms steps hold their 240 ms wait in sync
+    assert (peers["t_step"] == 420.0).all() and (peers["t_sync"] == 245.0).all() and (peers["median_busy"] == 175).all()
+    parts = d.summary[["t_data_wait", "t_compute", "t_sync", "t_optim", "t_checkpoint", "t_other"]].sum(axis=1)
+    assert np.allclose(parts, d.summary["t_step"])
+
+
+def test_own_numbers_become_the_telemetry_a_synchronous_job_records() -> None:
+    from mlassets.core.diagnose.examples import StepNumbers
+
+    d = diagnose_frame(StepNumbers(ranks=4, data_wait=10, compute=300, sync=20, optimizer=10).frame())
+    assert d.verdict.kind == "compute-bound" and d.verdict.straggler is None and d.ranks == 4
+    slow = diagnose_frame(StepNumbers(ranks=4, data_wait=10, compute=100, sync=20, optimizer=10, slow_rank=2,
+                                      slow_data_wait=10, slow_compute=400).frame())
+    s = slow.verdict.straggler
+    assert (s.rank, s.cause, round(s.others_wait_ms)) == (2, "compute (its device)", 300)
+    with pytest.raises(ValueError, match="the slow rank must be one of them"):
+        StepNumbers(ranks=2, slow_rank=5).frame()
 
 
 def test_gpu_columns_are_read_and_reported() -> None:

@@ -122,10 +122,10 @@ def test_scoring_evaluates_and_gates_a_binary_model_on_calibration():
     cfg = binary()
     frame, y, calibrated, overconfident = model_outputs(n=5000)
     predictions = frame.assign(y=y, candidate=overconfident, champion=np.nan)
-    ev = evaluation_of(predictions, cfg, {"candidate": {"single_p99_ms": 1.0, "size_bytes": 1000.0}})
+    ev = evaluation_of(predictions, cfg, {"candidate": {"single_median_ms": 1.0, "size_bytes": 1000.0}})
     assert ev.task == "binary" and ev.champion is None and set(ev.calibration) == {"candidate"}
     gate = evaluate_gate(cfg.gate, ev)
     assert [r.name for r in gate.rules] == ["sanity_finite", "sanity_range", "absolute_main_metric",
-                                            "latency_p99", "model_size", "calibration_ece"]
+                                            "latency_budget", "model_size", "calibration_ece"]
     assert [r.name for r in gate.failures()] == ["calibration_ece"]
     assert gate.failures()[0].value == pytest.approx(ev.calibration["candidate"]["ece"])

@@ -112,7 +112,8 @@ def test_prediction_stats_count_what_the_sanity_rules_read():
     frame, y, cand, champ = small_frame()
     cand = cand.copy()
     cand[[0, 1]] = [np.nan, 5000.0]
-    stats = evaluate_models(frame, y, cand, champ, config(["origin"])).predictions
+    stats = evaluate_models(frame, y, cand, champ, config(["origin"], prediction_min=-200.0,
+                                                          prediction_max=1500.0)).predictions
     assert (stats.n, stats.non_finite, stats.outside_range) == (7, 1, 1)
     assert (stats.range_min, stats.range_max, stats.seen_max) == (-200.0, 1500.0, 5000.0)
 

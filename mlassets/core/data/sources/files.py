@@ -4,7 +4,9 @@
 or a folder or glob per partition (``landing/{partition}/*.csv``, all files concatenated); ``dataset.tables.<name>
 .path`` does the same for every other table. Headers are cleaned as users expect (a byte-order mark, surrounding
 spaces); every declared column is coerced to its dtype, and a value that does not parse fails the delivery with
-the file, column, row and value named. Columns the config does not declare are not stored (said in ``notes``).
+the file, column, row and value named (dates by their declared format, ISO 8601 by default, or built from year
+and month columns: ``mlassets.core.data.dates``). Columns the config does not declare are not stored (said in
+``notes``); a row without a target fails the delivery unless ``dataset.drop_missing_target`` says to drop it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
+from mlassets.core.data.dates import as_dates, built_date, describe_format
 from mlassets.core.data.sources.base import sample
 
 if TYPE_CHECKING:
@@ -94,9 +97,7 @@ def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
             return values
         return pd.to_numeric(values.astype("string").str.strip(), errors="coerce").astype("float64")
     if spec.dtype == "datetime":
-        if isinstance(values.dtype, pd.DatetimeTZDtype):
-            return values.dt.tz_convert("UTC")
-        return pd.to_datetime(values.astype("string").str.strip(), utc=True, errors="coerce", format="mixed")
+        return as_dates(values, spec.format)
     return values.astype("string").str.strip().astype(object).where(values.notna(), None)
 
 
@@ -108,8 +109,8 @@ def coerce_batch(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec]) -> tupl
     problems: Problems = {}
     out = {}
     for name, spec in columns.items():
-        if name not in frame.columns:
-            continue  # the schema check names a missing column
+        if name not in frame.columns or spec.from_columns:
+            continue  # the schema check names a missing column; built columns come below
         raw = frame[name]
         out[name] = parsed = _coerce(raw, spec)
         lost = raw.notna() & parsed.isna()  # a value that did not parse, or a blank one
@@ -118,6 +119,15 @@ def coerce_batch(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec]) -> tupl
             rows = rows[raw[rows].astype("string").str.strip() != ""]
             if len(rows):
                 problems[name] = (rows[0], raw[rows[0]], len(rows))
+    for name, spec in columns.items():
+        parts = spec.from_columns or {}
+        if not parts or not set(parts.values()) <= set(out):
+            continue  # a part missing from the file: the schema check names it
+        out[name], bad = built_date(pd.DataFrame(out, index=frame.index), parts)
+        if bad.any():
+            row = bad[bad].index[0]
+            named = ", ".join(f"{p}={frame[c][row]!r}" for p, c in parts.items())
+            problems[name] = (row, named, int(bad.sum()))
     return pd.DataFrame(out, index=frame.index), problems
 
 
@@ -133,10 +143,24 @@ def problem_lines(problems: Problems, columns: Mapping[str, ColumnSpec], path: P
     lines = []
     for name in [c for c in columns if c in problems]:
         row, value, n = problems[name]
-        what = {"int": "an integer", "float": "a number", "datetime": "a date or time"}[columns[name].dtype]
+        spec = columns[name]
         more = f" (and {n - 1} more rows)" if n > 1 else ""
+        if spec.from_columns:
+            lines.append(f"{path}: column {name!r} (built from {', '.join(spec.from_columns.values())}), row "
+                         f"{row + first_row}: {value} is not a date{more}")
+            continue
+        what = {"int": "an integer", "float": "a number",
+                "datetime": f"a date or time {describe_format(spec.format)}"}[spec.dtype]
         lines.append(f"{path}: column {name!r}, row {row + first_row}: {value!r} is not {what}{more}")
     return lines
+
+
+def missing_target_line(target: str, path: Path, row: int, n: int) -> str:
+    """A row without a target fails the delivery, naming the file and the row (``drop_missing_target`` drops
+    such rows instead)."""
+    more = f" (and {n - 1} more rows)" if n > 1 else ""
+    return (f"{path}: column {target!r}, row {row}: the target is missing{more}; set dataset.drop_missing_target: "
+            "true to drop rows without a target (they are counted)")
 
 
 def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> pd.DataFrame:
@@ -148,37 +172,50 @@ def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, f
 
 
 def iter_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
-               notes: list[str] | None = None, missing: Sequence[str] = ("",), rows: int = 0) -> Iterator[pd.DataFrame]:
+               notes: list[str] | None = None, missing: Sequence[str] = ("",), rows: int = 0,
+               target: str = "") -> Iterator[pd.DataFrame]:
     """One table of a partition from its file(s), coerced to ``columns``, in batches of ``rows`` (0: one per file),
     each indexed from 0; undeclared columns are noted, dropped. A CSV cell that is one of ``missing`` (exactly) is
-    a missing value. A file's problems are raised after its last batch, counted over the whole file."""
+    a missing value; a row without ``target`` (when given) fails the delivery. A file's problems are raised after
+    its last batch, counted over the whole file."""
     for path in partition_files(template, key):
-        seen, problems = 0, {}
+        seen, problems, absent = 0, {}, (0, 0)  # absent: (first row without a target, rows without one)
         for batch in _read(path, fmt, missing, rows):
             frame = clean_headers(batch, path).set_axis(range(seen, seen + len(batch)), axis=0)
-            if not seen:
+            if not seen and notes is not None:
                 extra = [c for c in frame.columns if c not in columns]
-                if extra and notes is not None:
+                if extra:
                     notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; "
                                  "not stored")
+                built = [c for c, spec in columns.items() if spec.from_columns and c in frame.columns]
+                if built:
+                    notes.append(f"{path}: column(s) {', '.join(map(repr, built))} of the file replaced by the date "
+                                 "built from its columns (dataset.columns.<c>.from_columns)")
             out, found = coerce_batch(frame, columns)
             problems = merge_problems(problems, found)
+            if target and target in out.columns:
+                lost = out[target].isna()
+                if lost.any():
+                    absent = (absent[0] if absent[1] else int(lost[lost].index[0]), absent[1] + int(lost.sum()))
             seen += len(frame)
-            if not problems and len(out):
+            if not problems and not absent[1] and len(out):
                 yield out.reset_index(drop=True)
         if not seen:
             raise FileRejected([f"{path}: no rows (only a header)"])
+        first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
         if problems:
-            first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
             raise FileRejected(problem_lines(problems, columns, path, first_row))
+        if absent[1]:
+            raise FileRejected([missing_target_line(target, path, absent[0] + first_row, absent[1])])
 
 
 def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
-               notes: list[str] | None = None, missing: Sequence[str] = ("",)) -> pd.DataFrame:
+               notes: list[str] | None = None, missing: Sequence[str] = ("",), target: str = "") -> pd.DataFrame:
     """One table of a partition from its file(s), coerced to ``columns``, all in memory (``iter_table``)."""
     import pandas as pd
 
-    return pd.concat(list(iter_table(template, key, fmt, columns, notes, missing)), ignore_index=True)
+    return pd.concat(list(iter_table(template, key, fmt, columns, notes, missing, target=target)),
+                     ignore_index=True)
 
 
 _PERIODS = {"YYYY": "%Y", "YYYY-MM": "%Y-%m", "YYYY-MM-DD": "%Y-%m-%d", "YYYY-Www": "%G-W%V"}
@@ -219,7 +256,9 @@ class FilesSource:
     def load(self, key: str, override: str | None = None) -> dict[str, pd.DataFrame]:
         self.notes = []
         columns = {self.main_table: self.ds.columns, **{n: s.columns for n, s in self.ds.tables.items()}}
-        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes, self.ds.missing_values)
+        target = "" if self.ds.drop_missing_target else self.ds.target
+        out = {name: read_table(template, key, self.ds.format, columns[name], self.notes, self.ds.missing_values,
+                                target if name == self.main_table else "")
                for name, template in self.templates(override).items()}
         main = out[self.main_table]
         if self.ds.partition_column:

@@ -40,7 +40,9 @@ def write_tables(source: FilesSource, key: str, directory: Path, override: str |
         rows = batch_rows(ds.memory_budget_mb, CELL_BYTES * max(1, len(columns[name])))
         hints = {c: arrow_type(spec.dtype) for c, spec in columns[name].items()}
         writer = TableWriter(directory / f"{name}.parquet", hints=hints)
-        for batch in iter_table(template, key, ds.format, columns[name], source.notes, ds.missing_values, rows):
+        target = ds.target if name == source.main_table and not ds.drop_missing_target else ""
+        for batch in iter_table(template, key, ds.format, columns[name], source.notes, ds.missing_values, rows,
+                                target):
             if name == source.main_table and ds.partition_column:
                 batch = batch[in_partition(batch[ds.partition_column], key, ds.partitions.pattern)]
             writer.write(batch.reset_index(drop=True))

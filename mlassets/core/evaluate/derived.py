@@ -1,0 +1,111 @@
+"""Gate thresholds derived from the data where the config leaves them out, so a dataset needs no flights numbers.
+
+* ``gate.absolute_max_metric`` unset: a first model (no champion) must beat a naive baseline on the same holdout:
+  the training median for every row (MAE), the training mean (RMSE), the training base rate (log loss, Brier);
+  multiclass (``absolute_min_metric`` for accuracy): the training class shares for every row (log loss), the most
+  frequent training class (accuracy).
+* ``gate.prediction_min`` / ``prediction_max`` unset: the sanity range is the training target's range widened by
+  ``MARGIN`` of its width on each side (a binary model's outputs: [0, 1]).
+
+Each derivation is said in one line (``Derived.lines``), kept in the evaluation record and printed by the commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.evaluate.metrics import get_metric, model_metrics
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MARGIN = 0.5  # of the training target's width, on each side of its range
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What the evaluation uses where the config is silent: the sanity range and the naive baseline."""
+
+    prediction_min: float
+    prediction_max: float
+    baseline: dict[str, float] | None = None  # the naive baseline's metrics on the holdout (no champion only)
+    lines: list[str] = field(default_factory=list)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def naive_constant(cfg: PipelineConfig, train_y: np.ndarray) -> tuple[float, str]:
+    """The constant a naive model predicts for every row, and its name."""
+    import numpy as np
+
+    if cfg.dataset.task == "binary":
+        return float(np.mean(train_y)), "the training base rate"
+    if cfg.gate.main_metric == "rmse":
+        return float(np.mean(train_y)), "the training mean"
+    return float(np.median(train_y)), "the training median"
+
+
+def derive(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray, has_champion: bool) -> Derived:
+    """The values of the unset keys for this version (configured ones are kept as given)."""
+    import numpy as np
+
+    gate, lines = cfg.gate, []
+    if cfg.dataset.task == "multiclass":
+        return _derive_multiclass(cfg, train_y, holdout_y, has_champion)
+    train_y = np.asarray(train_y, dtype=np.float64)
+    train_y = train_y[np.isfinite(train_y)]
+    low, high = gate.prediction_min, gate.prediction_max
+    if low is None or high is None:
+        if cfg.dataset.task == "binary":
+            derived = (0.0, 1.0)
+            what = "a probability"
+        elif train_y.size:
+            lo, hi = float(train_y.min()), float(train_y.max())
+            width = max(hi - lo, abs(hi), 1.0) if hi == lo else hi - lo
+            derived = (lo - MARGIN * width, hi + MARGIN * width)
+            what = f"the training target's [{_fmt(lo)}, {_fmt(hi)}] widened by {MARGIN:.0%} of its width"
+        else:
+            derived, what = (-np.inf, np.inf), "no training rows"
+        low = derived[0] if low is None else low
+        high = derived[1] if high is None else high
+        lines.append(f"sanity range [{_fmt(low)}, {_fmt(high)}]: {what} (gate.prediction_min / prediction_max)")
+    baseline = None
+    if not has_champion and gate.absolute_max_metric is None and train_y.size:
+        value, name = naive_constant(cfg, train_y)
+        y = np.asarray(holdout_y, dtype=np.float64)
+        baseline = model_metrics(cfg.dataset.task, y, np.full(y.shape, value))
+        metric = get_metric(gate.main_metric)
+        lines.append(f"a first model must beat the naive baseline: {metric.label} {metric.fmt(baseline[metric.name])} "
+                     f"on this holdout, predicting {name} ({_fmt(value)}) for every row (gate.absolute_max_metric)")
+    return Derived(float(low), float(high), baseline, lines)
+
+
+def _derive_multiclass(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray,
+                       has_champion: bool) -> Derived:
+    """Class probabilities are checked against [0, 1] whatever the config; the naive baseline predicts the
+    training class shares (log loss) and the most frequent training class (accuracy)."""
+    import numpy as np
+    import pandas as pd
+
+    from mlassets.core.evaluate.calibration import EPS
+    from mlassets.core.train.splits import class_label
+
+    gate = cfg.gate
+    limit = gate.absolute_min_metric if get_metric(gate.main_metric).higher_is_better else gate.absolute_max_metric
+    train = pd.Series(train_y, dtype=object).dropna().map(class_label)
+    if has_champion or limit is not None or train.empty:
+        return Derived(0.0, 1.0)
+    shares = train.value_counts(normalize=True)
+    truth = pd.Series(holdout_y, dtype=object).dropna().map(class_label)
+    p_true = truth.map(shares).fillna(0.0).to_numpy(dtype=np.float64)
+    baseline = {"logloss": float(np.mean(-np.log(np.clip(p_true, EPS, 1.0)))) if p_true.size else float("nan"),
+                "accuracy": float(np.mean(truth.to_numpy() == shares.index[0])) if p_true.size else float("nan")}
+    metric = get_metric(gate.main_metric)
+    key = "gate.absolute_min_metric" if metric.higher_is_better else "gate.absolute_max_metric"
+    return Derived(0.0, 1.0, baseline, [
+        f"a first model must beat the naive baseline: {metric.label} {metric.fmt(baseline[metric.name])} on this "
+        f"holdout, predicting the training class shares (most frequent: {shares.index[0]}) for every row ({key})"])
