@@ -61,16 +61,16 @@ def main_columns(cfg: DatasetConfig) -> dict[str, ColumnSpec]:
 
 
 def validate_schema(frame: pd.DataFrame, cfg: DatasetConfig) -> CheckOutcome:
-    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``; a missing target is named
-    with ``dataset.drop_missing_target``."""
-    outcome = validate_table(frame, main_columns(cfg), cfg.key, budget_mb=cfg.memory_budget_mb)
-    missing = frame[cfg.target].isna() if cfg.target in frame.columns else None
-    if not outcome.passed and missing is not None and missing.any() and not cfg.drop_missing_target:
-        first = missing[missing].index[0]
-        return CheckOutcome(outcome.name, False, f"{outcome.message}; column {cfg.target!r}, row {first} (of the "
-                            f"partition's rows, from 0): the target is missing in {int(missing.sum())} rows; set "
-                            "dataset.drop_missing_target: true to drop them (they are counted)", outcome.failures)
-    return outcome
+    """The main table (the examples) against ``dataset.columns`` and ``dataset.key``."""
+    return target_hint(validate_table(frame, main_columns(cfg), cfg.key, budget_mb=cfg.memory_budget_mb), cfg)
+
+
+def target_hint(outcome: CheckOutcome, cfg: DatasetConfig) -> CheckOutcome:
+    """A main-table outcome whose target has missing values says which key lets such rows in (and drops them)."""
+    if outcome.passed or cfg.drop_missing_target or f"column {cfg.target!r} failed not_nullable" not in outcome.message:
+        return outcome
+    return dataclasses.replace(outcome, message=f"{outcome.message}; column {cfg.target!r} is the target: set "
+                               "dataset.drop_missing_target: true to drop rows without one (they are counted)")
 
 
 def table_rules(columns: dict[str, ColumnSpec], key: list[str], table: str = "") -> TableRules:

@@ -72,7 +72,7 @@ def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[
     """Every table of the partitions in ``objects`` against its schema; a declared table missing, or a table
     nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands). Each table's
     objects are scanned in budget-sized batches, as one table (``validate.scan_objects``)."""
-    from mlassets.core.data.schema import main_columns, merge_outcomes, table_rules
+    from mlassets.core.data.schema import main_columns, merge_outcomes, table_rules, target_hint
     from mlassets.core.data.validate import scan_objects
 
     if not objects:
@@ -91,7 +91,7 @@ def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[
             if name in paths:
                 paths[name].append(path)
     rules = table_rules(main_columns(cfg.dataset), cfg.dataset.key)
-    outcomes.append(scan_objects(store, repo, ref, paths[main], rules, budget))
+    outcomes.append(target_hint(scan_objects(store, repo, ref, paths[main], rules, budget), cfg.dataset))
     for name, spec in declared.items():
         if paths[name]:
             outcomes.append(scan_objects(store, repo, ref, paths[name], table_rules(spec.columns, spec.key, name),

@@ -180,9 +180,9 @@ def test_a_missing_target_from_any_source_says_which_key_drops_it(cfg) -> None:
     frame.loc[7, "units"] = float("nan")
     outcome = validate_schema(frame, cfg.dataset)  # what a plug-in source's rows meet at ingestion
     assert not outcome.passed and "column 'units' failed not_nullable" in outcome.message
-    assert outcome.message.endswith("column 'units', row 7 (of the partition's rows, from 0): the target is "
-                                    "missing in 1 rows; set dataset.drop_missing_target: true to drop them (they "
-                                    "are counted)")
+    assert outcome.message.endswith("column 'units' failed not_nullable: 1 rows, e.g. [nan]; column 'units' is "
+                                    "the target: set dataset.drop_missing_target: true to drop rows without one "
+                                    "(they are counted)")
 
 
 def test_a_slice_value_in_another_case_is_rejected_naming_it(cfg, example, store) -> None:

@@ -15,7 +15,7 @@ from mlassets.core.data import budget, validate
 from mlassets.core.data.budget import key_buckets
 from mlassets.core.data.parquet import to_parquet_bytes
 from mlassets.core.data.raw import partition_tables
-from mlassets.core.data.schema import main_columns, table_rules, validate_schema
+from mlassets.core.data.schema import main_columns, table_rules, target_hint, validate_schema
 from mlassets.core.data.store.local import LocalStore
 from mlassets.core.data.validate import scan_objects
 
@@ -77,7 +77,8 @@ def _store_outcome(tmp_path, frame: pd.DataFrame, cfg: PipelineConfig):
     store.create_repo("flights")
     store.commit("flights", "main", {"raw/flights/a.parquet": to_parquet_bytes(frame)}, "one object")
     rules = table_rules(main_columns(cfg.dataset), cfg.dataset.key)
-    return scan_objects(store, "flights", "main", ["raw/flights/a.parquet"], rules, cfg.dataset.memory_budget_mb)
+    outcome = scan_objects(store, "flights", "main", ["raw/flights/a.parquet"], rules, cfg.dataset.memory_budget_mb)
+    return target_hint(outcome, cfg.dataset)  # as the snapshot's schema check words it
 
 
 @pytest.mark.parametrize("typed", [False, True], ids=["text-times", "typed"])
