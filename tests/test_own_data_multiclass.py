@@ -63,7 +63,8 @@ def _config(directory: Path, family: str, name: str = NAME) -> Path:
 def _evaluations() -> dict[str, Evaluation]:
     files = RecordFiles(paths.records_root())
     folder = files.root / NAME / "evaluation"
-    return {p.stem: files.read([NAME, "evaluation"], p.stem, Evaluation) for p in folder.glob("*.json")}
+    found = [files.read([NAME, "evaluation"], p.stem, Evaluation) for p in folder.glob("*.json")]
+    return {e.data_version: e for e in found}  # by data commit (the records are kept by partition key)
 
 
 def _check_version(name: str, version: str, family: str, against: str) -> Evaluation:

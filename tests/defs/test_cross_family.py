@@ -44,11 +44,13 @@ def test_a_lightgbm_challenger_replaces_the_mlp_champion_and_rebuilds_identicall
     name = mlp.model.registered_name
     assert trees.model.registered_name == name
     instance = get_instance()
-    first = play(instance, mlp, "2013-01", ingest(instance, mlp, "2013-01").data_version)
+    january = ingest(instance, mlp, "2013-01")
+    first = play(instance, mlp, "2013-01", january.key, january.data_version)
     assert first.decision == "pass" and first.champion_version == "1"
     ingest(instance, trees, "2013-01")
-    version = ingest(instance, trees, "2013-02").data_version  # the next version: January and February
-    second = play(instance, trees, "2013-02", version)
+    february = ingest(instance, trees, "2013-02")  # the next version: January and February
+    version = february.data_version
+    second = play(instance, trees, "2013-02", february.key, version)
     with capsys.disabled():  # the two families side by side, in the test's output
         print(f"\nholdout MAE (last week of February, sample 0.2): MLP v1 {second.champion_metric:.3f}, "
               f"LightGBM v2 {second.candidate_metric:.3f}; gate {second.decision} {second.reasons}")

@@ -102,7 +102,7 @@ def _decided(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
 
 def _settled(instance: dg.DagsterInstance, cfg: PipelineConfig, versions: int) -> bool:
     done = {r.tags["dagster/partition"] for r in _decided(instance)}
-    return len(data_versions(instance, cfg)) == versions and len(done) == versions and not instance.get_runs(
+    return len(data_versions(cfg)) == versions and len(done) == versions and not instance.get_runs(
         dg.RunsFilter(statuses=OPEN))
 
 
@@ -117,7 +117,7 @@ def _once_each(instance: dg.DagsterInstance, cfg: PipelineConfig, versions: int)
     """What must hold after any number of kills: every version trained once (one run reached its gate's decision),
     in commit order, one model version each, one run per run key (retries aside), nothing left in progress. The
     deciding pipeline runs, in order."""
-    commits = [v.version for v in data_versions(instance, cfg)]
+    commits = [v.version for v in data_versions(cfg)]
     assert len(commits) == versions
     done = _decided(instance)
     done.sort(key=lambda r: instance.get_run_record_by_id(r.run_id).start_time)

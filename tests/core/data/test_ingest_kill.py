@@ -2,7 +2,8 @@
 
 The writer runs in a spawned process and is killed while it validates its staged commit (its objects are
 written, nothing has landed). On lakeFS it leaves its hidden branch, which pruning removes; the local store
-leaves the staged commit no branch reaches (as every transaction does), which pruning removes. Either way the next ingest lands normally.
+leaves the staged commit no branch reaches (as every transaction does), which pruning removes. Either way the
+next ingest lands normally.
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ def test_sigkill_mid_ingest_then_prune_leaves_nothing_and_main_intact(spec: tupl
         assert pruned == left
     else:  # staged commits no branch reaches: the killed writer's, and the one JAN's transaction staged
         assert all("no branch reaches it" in line for line in pruned)
-        assert sorted(line.rsplit(": ", 1)[1] for line in pruned) == ["'Ingest flights 2013-01')",
-                                                                      "'Ingest flights 2013-02')"]
+        assert sorted(line.rsplit(": ", 1)[1] for line in pruned) == [
+            "'Ingest flights 2013-01')", "'Ingest flights 2013-02')"]
     assert store.prune_transactions(repo, older_than_s=0) == []
     assert _hidden_branches(store, repo) == []
     assert store.resolve(repo, WATCHED_BRANCH) == head
