@@ -13,6 +13,7 @@ intervals (see ``slice_sums``), so the gate, registry and dashboard read it unch
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -141,3 +142,25 @@ def evaluate_streamed(
     derived = derive(cfg, train_y, None, has_champion=champion is not None, baseline_metrics=baseline)
     performance = measure(streamed.sample) if measure is not None else None
     return streamed.evaluation(derived, performance, **context)
+
+
+def evaluate_logged(
+    tables: Iterable[pa.Table], cfg: PipelineConfig, bundles: dict[str, ModelBundle], dirs: dict[str, Any],
+    train_y: np.ndarray, artifact_path: str, **context: Any,
+) -> Evaluation:
+    """The evaluation asset's streaming path: ``evaluate_streamed`` with latency and size measured as in memory
+    (``score.measure_models``, on the sample) and the predictions file stored in the active MLflow run."""
+    import tempfile
+
+    from mlassets.core.evaluate import score
+
+    def measure(sample: pd.DataFrame) -> dict[str, dict[str, float]]:
+        return score.measure_models(bundles, dirs, sample, cfg.training.seed, cfg.gate.confidence,
+                                    threads=cfg.training.threads)
+
+    with tempfile.TemporaryDirectory(prefix="mlassets-evaluation-") as tmp:
+        path = Path(tmp) / score.PREDICTIONS
+        result = evaluate_streamed(tables, cfg, bundles["candidate"], bundles.get("champion"), train_y, path, measure,
+                                   **context)
+        uri = score.log_predictions_file(path, artifact_path)
+    return dataclasses.replace(result, predictions_uri=uri)
