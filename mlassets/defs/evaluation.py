@@ -1,5 +1,6 @@
 """group evaluation: candidate and champion on the same holdout (one record); the gate's verdict on that record."""
 
+import itertools
 import math
 
 import dagster as dg
@@ -79,31 +80,39 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         """Candidate and the live champion (by the promotion log) on this version's holdout (from ``features``):
         metrics overall and per slice (and per class for multiclass models) with bootstrap intervals, latency and
         size, calibration for probabilistic models; the record is logged to the MLflow run too."""
-        from mlassets.core.evaluate import score
+        from mlassets.core.evaluate import score, stream
+        from mlassets.core.evaluate.derived import derive
+        from mlassets.core.features.store import split_column, split_tables
         from mlassets.core.registry import promote, versions
         from mlassets.core.train.artifact import load_bundle
         from mlassets.core.train.mlflow_model import bundle_path
 
         version = candidate.provenance.data_commit
         store = context.resources.store.open()
-        holdout = read_split(store, cfg, version, "holdout")
         live = promote.live_version(name)
         dirs = {"candidate": bundle_path(candidate.model_uri)}
         if live:
             dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
-        predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
-        from mlassets.core.evaluate.derived import derive
-        from mlassets.core.features.store import split_column
-
         train_y = split_column(store, cfg, version, "train", cfg.dataset.target)
-        derived = derive(cfg, train_y, predictions["y"].to_numpy(), has_champion=bool(live))
-        performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed, cfg.gate.confidence,
-                                           threads=cfg.training.threads)
-        uri = score.log_predictions(predictions, score.artifact_dir(version))
-        result = score.evaluation_of(predictions, cfg, performance, champion_version=live, data_version=version,
-                                     predictions_uri=uri, dropped_missing_target=features.dropped_missing_target,
-                                     derived=derived)
+        record = {"champion_version": live, "data_version": version,
+                  "dropped_missing_target": features.dropped_missing_target}
+        tables = split_tables(store, cfg, version, "holdout")
+        first = next(tables, None)
+        if stream.streams(cfg, features.rows.get("holdout", 0), first):  # beyond the memory budget: in chunks
+            context.log.info(f"evaluation: {features.rows.get('holdout', 0)} holdout rows, scored in chunks")
+            result = stream.evaluate_logged(itertools.chain([first], tables), cfg, bundles, dirs, train_y,
+                                            score.artifact_dir(version), **record)
+        else:
+            tables.close()
+            holdout = read_split(store, cfg, version, "holdout")
+            predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
+            derived = derive(cfg, train_y, predictions["y"].to_numpy(), has_champion=bool(live))
+            performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed, cfg.gate.confidence,
+                                               threads=cfg.training.threads)
+            uri = score.log_predictions(predictions, score.artifact_dir(version))
+            result = score.evaluation_of(predictions, cfg, performance, predictions_uri=uri, derived=derived,
+                                         **record)
         score.log_evaluation(result)
         score.log_record(result, score.artifact_dir(version))
         for line in result.derived:

@@ -102,6 +102,18 @@ def interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarra
     return lo, hi
 
 
+def row_interval(column: str, label: str, loss_c: np.ndarray, loss_h: np.ndarray, samples: int, confidence: float,
+                 seed: int, root: bool = False) -> tuple[float, float]:
+    """The exact row bootstrap interval of one slice value's rows, from a generator of its own (seeded by ``seed``
+    and the slice's name)."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, zlib.crc32(f"slice {column}={label}".encode())])
+    boot = bootstrap_relative_change(loss_c, loss_h, samples, rng, root)
+    (lo,), (hi,) = interval(boot[:, None], confidence)
+    return float(lo), float(hi)
+
+
 def slice_intervals(
     column: str, labels: list[str], codes: np.ndarray, counts: np.ndarray, loss_c: np.ndarray, loss_h: np.ndarray,
     samples: int, confidence: float, seed: int, root: bool = False, grouped: GroupBootstrap | None = None,
@@ -119,9 +131,7 @@ def slice_intervals(
     for k in range(len(labels)):
         if 0 < counts[k] <= GROUPS:
             rows = np.flatnonzero(codes == k)
-            rng = np.random.default_rng([seed, zlib.crc32(f"slice {column}={labels[k]}".encode())])
-            boot = bootstrap_relative_change(loss_c[rows], loss_h[rows], samples, rng, root)
-            (lo[k],), (hi[k],) = interval(boot[:, None], confidence)
+            lo[k], hi[k] = row_interval(column, labels[k], loss_c[rows], loss_h[rows], samples, confidence, seed, root)
     if large:
         grouped = grouped or GroupBootstrap(loss_c.size, samples, seed, GROUPS)
         gc = grouped.group_sums(codes, len(labels), loss_c)[large]

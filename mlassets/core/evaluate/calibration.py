@@ -50,19 +50,31 @@ def reliability_table(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> pd.Da
 
     Empty bins have NaN means; counts sum to the number of finite predictions.
     """
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    return table_of_sums(*bin_sums(*_arrays(y_true, prob), bins))
+
+
+def bin_sums(y: np.ndarray, prob: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, sum of predictions and sum of targets per bin over the finite predictions (``table_of_sums`` adds
+    them up chunk by chunk)."""
+    import numpy as np
+
+    keep = np.isfinite(prob)
+    idx = _bin_index(prob[keep], bins)
+    return (np.bincount(idx, minlength=bins), np.bincount(idx, weights=prob[keep], minlength=bins),
+            np.bincount(idx, weights=y[keep], minlength=bins))
+
+
+def table_of_sums(count: np.ndarray, sum_p: np.ndarray, sum_y: np.ndarray) -> pd.DataFrame:
+    """The reliability table from rows, sum of predictions and sum of targets per bin."""
     import numpy as np
     import pandas as pd
 
-    if bins < 1:
-        raise ValueError(f"bins must be >= 1, got {bins}")
-    y, p = _arrays(y_true, prob)
-    keep = np.isfinite(p)
-    y, p = y[keep], p[keep]
-    idx = _bin_index(p, bins)
-    count = np.bincount(idx, minlength=bins)
+    bins = len(count)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_p = np.bincount(idx, weights=p, minlength=bins) / count
-        rate = np.bincount(idx, weights=y, minlength=bins) / count
+        mean_p = sum_p / count
+        rate = sum_y / count
     edges = np.round(np.linspace(0.0, 1.0, bins + 1), 12)
     return pd.DataFrame({
         "bin": np.arange(bins, dtype=np.int64), "lower": edges[:-1], "upper": edges[1:],
@@ -107,11 +119,15 @@ def binary_metrics(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str
 
 def calibration_report(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str, Any]:
     """JSON-ready ``{"ece": float, "bins": int, "table": [records]}`` for one model."""
+    return report_of_table(reliability_table(y_true, prob, bins))
+
+
+def report_of_table(table: pd.DataFrame) -> dict[str, Any]:
+    """``calibration_report`` of a reliability table."""
     import numpy as np
 
-    table = reliability_table(y_true, prob, bins)
     records = [
         {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
         for row in table.to_dict(orient="records")
     ]
-    return {"ece": ece_of_table(table), "bins": int(bins), "table": records}
+    return {"ece": ece_of_table(table), "bins": len(table), "table": records}

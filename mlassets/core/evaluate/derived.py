@@ -49,8 +49,23 @@ def naive_constant(cfg: PipelineConfig, train_y: np.ndarray) -> tuple[float, str
     return float(np.median(train_y)), "the training median"
 
 
-def derive(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray, has_champion: bool) -> Derived:
-    """The values of the unset keys for this version (configured ones are kept as given)."""
+def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray) -> float | None:
+    """What the naive baseline predicts for every row (``naive_constant`` of the finite training targets); None for
+    a multiclass task or without training rows."""
+    import numpy as np
+
+    if cfg.dataset.task == "multiclass":
+        return None
+    train_y = np.asarray(train_y, dtype=np.float64)
+    train_y = train_y[np.isfinite(train_y)]
+    return naive_constant(cfg, train_y)[0] if train_y.size else None
+
+
+def derive(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray | None, has_champion: bool,
+           baseline_metrics: dict[str, float] | None = None) -> Derived:
+    """The values of the unset keys for this version (configured ones are kept as given). ``baseline_metrics``: the
+    naive baseline's metrics accumulated over a streamed holdout (predicting ``baseline_constant``), used instead of
+    ``holdout_y``."""
     import numpy as np
 
     gate, lines = cfg.gate, []
@@ -76,8 +91,11 @@ def derive(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray, has_
     baseline = None
     if not has_champion and gate.absolute_max_metric is None and train_y.size:
         value, name = naive_constant(cfg, train_y)
-        y = np.asarray(holdout_y, dtype=np.float64)
-        baseline = model_metrics(cfg.dataset.task, y, np.full(y.shape, value))
+        if baseline_metrics is not None:
+            baseline = dict(baseline_metrics)
+        else:
+            y = np.asarray(holdout_y, dtype=np.float64)
+            baseline = model_metrics(cfg.dataset.task, y, np.full(y.shape, value))
         metric = get_metric(gate.main_metric)
         lines.append(f"a first model must beat the naive baseline: {metric.label} {metric.fmt(baseline[metric.name])} "
                      f"on this holdout, predicting {name} ({_fmt(value)}) for every row (gate.absolute_max_metric)")

@@ -183,5 +183,11 @@ def log_predictions(predictions: pd.DataFrame, artifact_path: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / PREDICTIONS
         predictions.to_parquet(path, index=False)
-        mlflow.log_artifact(str(path), artifact_path=artifact_path)
-    return f"{mlflow.get_artifact_uri(artifact_path)}/{PREDICTIONS}"
+        return log_predictions_file(path, artifact_path)
+
+
+def log_predictions_file(path: Path, artifact_path: str) -> str:
+    """Store a scored holdout already written to ``path`` (named ``PREDICTIONS``; the streaming evaluation writes it
+    chunk by chunk) in the active MLflow run; return its artifact URI."""
+    mlflow.log_artifact(str(path), artifact_path=artifact_path)
+    return f"{mlflow.get_artifact_uri(artifact_path)}/{path.name}"

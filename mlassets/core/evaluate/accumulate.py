@@ -1,0 +1,102 @@
+"""Overall metrics of a streamed holdout, added up chunk by chunk: sums and counts, never rows.
+
+``ModelSums`` gives one model's ``model_metrics`` (regression: MAE, RMSE, bias; binary: log loss, Brier score, the
+calibration bins and so the ECE) and ``PredictionSums`` the candidate's ``PredictionStats``; each holds a few numbers
+(and ``DEFAULT_BINS`` calibration bins) whatever the number of rows. They equal the in-memory functions on the same
+rows to float rounding (sums are added in another order).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from mlassets.core.evaluate.calibration import (
+    DEFAULT_BINS,
+    bin_sums,
+    ece_of_table,
+    log_losses,
+    report_of_table,
+    table_of_sums,
+)
+from mlassets.core.evaluate.metrics import model_metrics
+from mlassets.core.evaluate.record import PredictionStats
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+_SUMS = {"regression": ("abs", "sq", "err"), "binary": ("logloss", "brier", "p", "y")}
+
+
+class ModelSums:
+    """One model's overall metrics of a ``regression`` or ``binary`` task, from per-chunk sums."""
+
+    def __init__(self, task: str, bins: int = DEFAULT_BINS) -> None:
+        import numpy as np
+
+        if task not in _SUMS:
+            raise ValueError(f"streamed metrics need a regression or binary task, got {task!r}")
+        self.task, self.n = task, 0
+        self.sums = dict.fromkeys(_SUMS[task], 0.0)
+        self.bins = [np.zeros(bins, np.int64), np.zeros(bins), np.zeros(bins)]  # rows, sum p, sum y (binary)
+
+    def add(self, y: np.ndarray, p: np.ndarray) -> None:
+        import numpy as np
+
+        self.n += int(y.size)
+        if self.task == "regression":
+            err = p - y
+            parts = {"abs": np.abs(err), "sq": err * err, "err": err}
+        else:
+            parts = {"logloss": log_losses(y, p), "brier": (p - y) ** 2, "p": p, "y": y}
+            for total, part in zip(self.bins, bin_sums(y, p, len(self.bins[0])), strict=True):
+                total += part
+        for key, values in parts.items():
+            self.sums[key] += float(np.sum(values))
+
+    def metrics(self) -> dict[str, float]:
+        """What ``model_metrics`` gives on every row added."""
+        if not self.n:
+            return model_metrics(self.task, [], [])
+        mean = {key: total / self.n for key, total in self.sums.items()}
+        if self.task == "regression":
+            return {"mae": mean["abs"], "rmse": math.sqrt(mean["sq"]) if mean["sq"] >= 0 else math.nan,
+                    "bias": mean["err"], "n": float(self.n)}
+        return {"logloss": mean["logloss"], "brier": mean["brier"], "ece": ece_of_table(self.table()),
+                "mean_predicted": mean["p"], "positive_rate": mean["y"], "n": float(self.n)}
+
+    def table(self) -> pd.DataFrame:
+        """The reliability table of the rows added (binary)."""
+        return table_of_sums(*self.bins)
+
+    def calibration(self) -> dict[str, Any]:
+        """What ``calibration_report`` gives on every row added (binary)."""
+        return report_of_table(self.table())
+
+
+class PredictionSums:
+    """The candidate's ``PredictionStats`` (non-finite, outside ``[low, high]``, range seen), chunk by chunk."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+        self.n = self.non_finite = self.outside = 0
+        self.seen_min, self.seen_max = math.inf, -math.inf
+
+    def add(self, pred: np.ndarray) -> None:
+        import numpy as np
+
+        finite = np.isfinite(pred)
+        self.n += int(pred.size)
+        self.non_finite += int(pred.size - finite.sum())
+        self.outside += int(((pred < self.low) | (pred > self.high)).sum())
+        if finite.any():
+            seen = pred[finite]
+            self.seen_min, self.seen_max = min(self.seen_min, float(seen.min())), max(self.seen_max, float(seen.max()))
+
+    def stats(self) -> PredictionStats:
+        seen = self.n > self.non_finite
+        return PredictionStats(n=self.n, non_finite=self.non_finite, outside_range=self.outside,
+                               range_min=float(self.low), range_max=float(self.high),
+                               seen_min=self.seen_min if seen else math.nan,
+                               seen_max=self.seen_max if seen else math.nan)

@@ -1,0 +1,155 @@
+"""Per-slice metrics and their paired bootstrap intervals over a streamed holdout, chunk by chunk.
+
+The intervals are those of ``bootstrap.slice_intervals``, computed from what a chunk leaves behind:
+
+* every row is assigned to one of ``GROUPS`` groups by the same seeded stream as ``GroupBootstrap`` (drawn chunk
+  after chunk in row order, it is the same sequence as drawn at once), and each slice value keeps its loss sums per
+  group (``[values, GROUPS]`` per model): a value of more than ``GROUPS`` rows gets the random-group bootstrap;
+* a value's per-row losses are kept while it has at most ``GROUPS`` rows (then dropped): a value that ends that
+  small gets the exact row bootstrap from its own generator, as in memory.
+
+So the memory is ``O(slice values x GROUPS)`` whatever the number of rows, and the intervals equal the in-memory
+ones on the same rows in the same order, up to the order of float sums.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.evaluate.bootstrap import _GROUP_STREAM, GROUPS, GroupBootstrap, interval, row_interval
+from mlassets.core.evaluate.metrics import get_metric, slice_codes, slice_metric_names
+from mlassets.core.evaluate.record import NAN, SliceRow
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+class SliceSums:
+    """One slice column: rows per value, each model's per-metric loss sums, and the main metric's bootstrap units."""
+
+    def __init__(self, column: str, models: list[str], metrics: list[str], main: str) -> None:
+        import numpy as np
+
+        self.column, self.models, self.metrics, self.main = column, models, metrics, main
+        self.labels: list[str] = []
+        self._index: dict[str, int] = {}
+        self.counts = np.zeros(0, np.int64)
+        self.sums = {model: {m: np.zeros(0) for m in metrics} for model in models}
+        self.group_sums = {model: np.zeros((0, GROUPS)) for model in models}
+        self.rows: list[dict[str, list[np.ndarray]] | None] = []  # per value: its losses while it is small
+
+    def _codes(self, values: pd.Series) -> np.ndarray:
+        """Each row's value index (new values appended), as ``slice_codes`` labels them."""
+        import numpy as np
+
+        codes, labels = slice_codes(values)
+        for label in labels:
+            if label not in self._index:
+                self._index[label] = len(self.labels)
+                self.labels.append(label)
+                self.rows.append({model: [] for model in self.models})
+        grow = len(self.labels) - self.counts.size
+        if grow:
+            self.counts = np.concatenate([self.counts, np.zeros(grow, np.int64)])
+            for model in self.models:
+                self.sums[model] = {m: np.concatenate([s, np.zeros(grow)]) for m, s in self.sums[model].items()}
+                self.group_sums[model] = np.concatenate([self.group_sums[model], np.zeros((grow, GROUPS))])
+        return np.array([self._index[label] for label in labels], dtype=np.intp)[codes]
+
+    def add(self, values: pd.Series, losses: dict[str, dict[str, np.ndarray]], row_group: np.ndarray | None) -> None:
+        """One chunk: its slice values, ``losses[model][metric]`` per row, and each row's group (with a champion)."""
+        import numpy as np
+
+        codes = self._codes(values)
+        k = len(self.labels)
+        self.counts += np.bincount(codes, minlength=k)
+        for model, per in losses.items():
+            for metric in self.metrics:
+                self.sums[model][metric] += np.bincount(codes, weights=per[metric], minlength=k)
+        if row_group is None:
+            return
+        flat = codes.astype(np.int64) * GROUPS + row_group
+        for model in self.models:
+            self.group_sums[model] += np.bincount(flat, weights=losses[model][self.main],
+                                                  minlength=k * GROUPS).reshape(k, GROUPS)
+        order = np.argsort(codes, kind="stable")  # each value's rows, in row order
+        present, starts = np.unique(codes[order], return_index=True)
+        for code, rows in zip(present, np.split(order, starts[1:]), strict=True):
+            kept = self.rows[code]
+            if kept is None:
+                continue
+            if self.counts[code] > GROUPS:
+                self.rows[code] = None  # large: the group sums give its interval
+                continue
+            for model in self.models:
+                kept[model].append(losses[model][self.main][rows])
+
+    def slice_rows(self, cfg: PipelineConfig, grouped: GroupBootstrap | None) -> list[SliceRow]:
+        """The rows ``record.grouped_slice_rows`` gives on the same rows: values sorted, those without rows left out."""
+        import numpy as np
+
+        main = get_metric(self.main)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = {model: {m: get_metric(m).finish(s / self.counts) for m, s in per.items()}
+                      for model, per in self.sums.items()}
+            champ = "champion" in self.models
+            change = (values["candidate"][self.main] / values["champion"][self.main] - 1.0 if champ
+                      else np.full(len(self.labels), NAN))
+        lo, hi = self._intervals(cfg, main.root, grouped) if champ else (change, change)
+        rows = []
+        for k in sorted((k for k in range(len(self.labels)) if self.counts[k] > 0), key=lambda i: self.labels[i]):
+            rows.append(SliceRow(
+                slice=self.column, value=self.labels[k], n=int(self.counts[k]),
+                candidate={m: float(v[k]) for m, v in values["candidate"].items()},
+                champion={m: float(v[k]) for m, v in values["champion"].items()} if champ else None,
+                change=float(change[k]), ci_low=float(lo[k]), ci_high=float(hi[k]),
+            ))
+        return rows
+
+    def _intervals(self, cfg: PipelineConfig, root: bool, grouped: GroupBootstrap | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
+        gate, seed = cfg.gate, cfg.training.seed
+        lo, hi = np.full(len(self.labels), NAN), np.full(len(self.labels), NAN)
+        large = [k for k in range(len(self.labels)) if self.counts[k] > GROUPS]
+        for k, kept in enumerate(self.rows):
+            if kept is not None and 0 < self.counts[k] <= GROUPS:
+                loss_c, loss_h = (np.concatenate(kept[m]) for m in ("candidate", "champion"))
+                lo[k], hi[k] = row_interval(self.column, self.labels[k], loss_c, loss_h, gate.bootstrap_samples,
+                                            gate.confidence, seed, root)
+        if large:
+            grouped = grouped or GroupBootstrap(0, gate.bootstrap_samples, seed, GROUPS)
+            boot = grouped.relative_change(self.group_sums["candidate"][large], self.group_sums["champion"][large],
+                                           root)
+            lo[large], hi[large] = interval(boot, gate.confidence)
+        return lo, hi
+
+
+class SlicesSums:
+    """Every slice column of the config, and the row-group stream they share (with a champion)."""
+
+    def __init__(self, cfg: PipelineConfig, has_champion: bool) -> None:
+        import numpy as np
+
+        models = ["candidate", "champion"] if has_champion else ["candidate"]
+        self.cfg, self.has_champion = cfg, has_champion
+        self.metrics = slice_metric_names(cfg.dataset.task, cfg.gate.main_metric)
+        self.columns = [SliceSums(col, models, self.metrics, cfg.gate.main_metric) for col in cfg.dataset.slices]
+        self._groups = np.random.default_rng([cfg.training.seed, _GROUP_STREAM])  # as GroupBootstrap.row_group
+
+    def add(self, frame: pd.DataFrame, y: np.ndarray, preds: dict[str, np.ndarray]) -> None:
+        """One scored chunk: ``frame`` holds the slice columns, ``preds`` each model's predictions."""
+        losses = {model: {m: get_metric(m).loss(y, p) for m in self.metrics} for model, p in preds.items()}
+        row_group = self._groups.integers(0, GROUPS, y.size) if self.has_champion else None
+        for sums in self.columns:
+            sums.add(frame[sums.column], losses, row_group)
+
+    def slice_rows(self) -> list[SliceRow]:
+        grouped = None
+        if self.has_champion:
+            gate = self.cfg.gate
+            grouped = GroupBootstrap(0, gate.bootstrap_samples, self.cfg.training.seed, GROUPS)
+        return [row for sums in self.columns for row in sums.slice_rows(self.cfg, grouped)]

@@ -1,0 +1,166 @@
+"""Evaluation of a holdout larger than the memory budget: scored chunk by chunk, never held whole.
+
+Each chunk (an Arrow table of ``features.store.split_tables``) is scored by both models (``score.score_holdout``),
+its scored rows appended to the predictions file, and added to accumulators: overall metrics and calibration bins
+(``accumulate``), per-slice sums and bootstrap units (``slice_sums``), the naive baseline's metrics. What stays is
+``O(slice values x bootstrap groups)`` numbers and a latency sample of at most ``LATENCY_SAMPLE_ROWS`` rows of the
+first chunk. The record is the same ``Evaluation`` the in-memory path builds, to float rounding, with the same
+intervals (see ``slice_sums``), so the gate, registry and dashboard read it unchanged.
+
+``streams`` chooses: a regression or binary holdout streams when it would not fit one batch of
+``dataset.memory_budget_mb``; a multiclass one is always evaluated in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlassets.core.config import PipelineConfig
+from mlassets.core.evaluate.accumulate import ModelSums, PredictionSums
+from mlassets.core.evaluate.derived import baseline_constant, derive
+from mlassets.core.evaluate.record import Evaluation, _prediction_range
+from mlassets.core.evaluate.slice_sums import SlicesSums
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from mlassets.core.train.artifact import ModelBundle
+
+STREAM_ENV = "MLASSETS_EVAL_STREAM"  # "always" / "never" force the choice (tests, benchmarks); unset: by size
+STREAM_ABOVE_ROWS: int | None = None  # a holdout of more rows streams; None: more than one batch of the budget
+
+
+def streams(cfg: PipelineConfig, holdout_rows: int, first: pa.Table | None) -> bool:
+    """Whether the holdout is evaluated in chunks: it holds more rows than one batch of the memory budget (the
+    row width measured on its ``first`` batch), or ``STREAM_ENV`` / ``STREAM_ABOVE_ROWS`` say so."""
+    from mlassets.core.data.budget import batch_rows
+
+    if cfg.dataset.task == "multiclass" or first is None:
+        return False
+    forced = os.environ.get(STREAM_ENV, "").strip().lower()
+    if forced in ("always", "never"):
+        return forced == "always"
+    limit = STREAM_ABOVE_ROWS
+    if limit is None:
+        limit = batch_rows(cfg.dataset.memory_budget_mb, first.nbytes / max(first.num_rows, 1))
+    return holdout_rows > limit
+
+
+@dataclass
+class StreamedHoldout:
+    """What a streamed holdout leaves: the accumulators, the latency sample, and the rows without a target."""
+
+    cfg: PipelineConfig
+    overall: dict[str, ModelSums]
+    predictions: PredictionSums
+    slices: SlicesSums
+    baseline: ModelSums | None
+    sample: pd.DataFrame | None = None
+    missing_target: int = 0
+
+    def evaluation(self, derived: Any = None, performance: dict[str, dict[str, float]] | None = None,
+                   **context: Any) -> Evaluation:
+        """The record ``record.evaluate_models`` builds of the same rows (``context``: champion_version,
+        data_version, predictions_uri, dropped_missing_target)."""
+        cfg = self.cfg
+        if self.missing_target:  # as in memory: a metric of a missing target would be NaN, blamed on the model
+            raise ValueError(f"evaluation: {self.missing_target} holdout rows have no value of the target "
+                             f"{cfg.dataset.target!r}; set dataset.drop_missing_target: true (or fix the data)")
+        champion = self.overall.get("champion")
+        calibration = None
+        if cfg.dataset.task == "binary":
+            calibration = {model: sums.calibration() for model, sums in self.overall.items()}
+        return Evaluation(
+            task=cfg.dataset.task, main_metric=cfg.gate.main_metric, holdout_rows=self.overall["candidate"].n,
+            candidate=self.overall["candidate"].metrics(), champion=champion.metrics() if champion else None,
+            slices=self.slices.slice_rows(), predictions=self.predictions.stats(), confidence=cfg.gate.confidence,
+            calibration=calibration, performance=dict(performance or {}),
+            baseline=derived.baseline if derived else None, derived=list(derived.lines) if derived else [], **context,
+        )
+
+
+def stream_holdout(
+    tables: Iterable[pa.Table], cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None,
+    train_y: np.ndarray, predictions_path: str | Path | None = None,
+) -> StreamedHoldout:
+    """Score every chunk with both models and add it up; the scored rows go to ``predictions_path`` (Parquet, the
+    columns of ``score.score_holdout``) chunk by chunk."""
+    import numpy as np
+
+    from mlassets.core.data.batches import TableWriter
+    from mlassets.core.evaluate.score import latency_sample, score_holdout
+
+    task = cfg.dataset.task
+    low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # the range needs no holdout
+    constant = baseline_constant(cfg, train_y)
+    models = ["candidate", "champion"] if champion is not None else ["candidate"]
+    out = StreamedHoldout(cfg, {model: ModelSums(task) for model in models}, PredictionSums(low, high),
+                          SlicesSums(cfg, champion is not None), ModelSums(task) if constant is not None else None)
+    writer = TableWriter(predictions_path) if predictions_path is not None else None
+    bundles = [b for b in (candidate, champion) if b is not None]
+    for table in tables:
+        holdout = table.to_pandas()
+        del table
+        if out.sample is None:
+            out.sample = latency_sample(holdout, bundles, cfg.training.seed)
+        scored = score_holdout(holdout, cfg, candidate, champion)
+        del holdout
+        y = scored["y"].to_numpy(dtype=np.float64)
+        out.missing_target += int(np.isnan(y).sum())
+        preds = {model: scored[model].to_numpy(dtype=np.float64) for model in models}
+        for model, pred in preds.items():
+            out.overall[model].add(y, pred)
+        out.predictions.add(preds["candidate"])
+        out.slices.add(scored, y, preds)
+        if out.baseline is not None:
+            out.baseline.add(y, np.full(y.shape, constant))
+        if writer is not None:
+            writer.write(scored)
+        del scored
+    if writer is not None:
+        writer.close()
+    if out.sample is None:
+        raise ValueError("evaluation: the holdout has no rows")
+    return out
+
+
+def evaluate_streamed(
+    tables: Iterable[pa.Table], cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None,
+    train_y: np.ndarray, predictions_path: str | Path | None = None, measure: Any = None, **context: Any,
+) -> Evaluation:
+    """``stream_holdout`` then its record, with the thresholds ``derived.derive`` gives (the naive baseline from
+    its accumulated metrics); ``measure(sample)`` returns the performance entry (latency, size), if given."""
+    streamed = stream_holdout(tables, cfg, candidate, champion, train_y, predictions_path)
+    baseline = streamed.baseline.metrics() if streamed.baseline is not None else None
+    derived = derive(cfg, train_y, None, has_champion=champion is not None, baseline_metrics=baseline)
+    performance = measure(streamed.sample) if measure is not None else None
+    return streamed.evaluation(derived, performance, **context)
+
+
+def evaluate_logged(
+    tables: Iterable[pa.Table], cfg: PipelineConfig, bundles: dict[str, ModelBundle], dirs: dict[str, Any],
+    train_y: np.ndarray, artifact_path: str, **context: Any,
+) -> Evaluation:
+    """The evaluation asset's streaming path: ``evaluate_streamed`` with latency and size measured as in memory
+    (``score.measure_models``, on the sample) and the predictions file stored in the active MLflow run."""
+    import tempfile
+
+    from mlassets.core.evaluate import score
+
+    def measure(sample: pd.DataFrame) -> dict[str, dict[str, float]]:
+        return score.measure_models(bundles, dirs, sample, cfg.training.seed, cfg.gate.confidence,
+                                    threads=cfg.training.threads)
+
+    with tempfile.TemporaryDirectory(prefix="mlassets-evaluation-") as tmp:
+        path = Path(tmp) / score.PREDICTIONS
+        result = evaluate_streamed(tables, cfg, bundles["candidate"], bundles.get("champion"), train_y, path, measure,
+                                   **context)
+        uri = score.log_predictions_file(path, artifact_path)
+    return dataclasses.replace(result, predictions_uri=uri)
