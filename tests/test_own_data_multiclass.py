@@ -14,6 +14,7 @@ import yaml
 
 from dashboard import data as dashboard
 from mlassets.core import paths, tracking
+from mlassets.core.data.version_keys import version_key
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry import versions as registry
@@ -113,7 +114,8 @@ def test_penguin_species_through_every_family_to_a_champion_served_with_probabil
     assert evaluation.champion_version == "1"
     assert dashboard.evaluation(NAME, 2).to_json() == evaluation.to_json()  # the record the run logged to MLflow
     commit = registry.record_of(registry.get_version(NAME, "2")).data_commit
-    handed = RecordFiles(paths.records_root()).read([NAME, "predictions"], commit, PredictionSet)
+    key = version_key(["2008"], commit)  # records are kept by the version's partition key
+    handed = RecordFiles(paths.records_root()).read([NAME, "predictions"], key, PredictionSet)
     assert handed.mae is None and 0.8 < handed.accuracy <= 1  # the champion's batch predictions, scored
     _served(NAME)
 

@@ -117,16 +117,17 @@ def _once_each(instance: dg.DagsterInstance, cfg: PipelineConfig, versions: int)
     """What must hold after any number of kills: every version trained once (one run reached its gate's decision),
     in commit order, one model version each, one run per run key (retries aside), nothing left in progress. The
     deciding pipeline runs, in order."""
-    commits = [v.version for v in data_versions(cfg)]
-    assert len(commits) == versions
+    landed = data_versions(cfg)
+    keys, commits = [v.version for v in landed], [v.commit for v in landed]
+    assert len(keys) == versions
     done = _decided(instance)
     done.sort(key=lambda r: instance.get_run_record_by_id(r.run_id).start_time)
-    assert [r.tags["dagster/partition"] for r in done] == commits  # once each, in the order they landed
+    assert [r.tags["dagster/partition"] for r in done] == keys  # once each, in the order they landed
     assert sorted(_model_versions(cfg)) == sorted(commits)  # one model version per data version
     firsts = [r for r in instance.get_runs() if not r.parent_run_id and "dagster/run_key" in r.tags]
-    keys = [(r.tags.get("dagster/sensor_name"), r.tags["dagster/run_key"]) for r in firsts
-            if r.status != dg.DagsterRunStatus.CANCELED]
-    assert len(keys) == len(set(keys)), keys  # a run key launched once
+    run_keys = [(r.tags.get("dagster/sensor_name"), r.tags["dagster/run_key"]) for r in firsts
+                if r.status != dg.DagsterRunStatus.CANCELED]
+    assert len(run_keys) == len(set(run_keys)), run_keys  # a run key launched once
     assert not instance.get_runs(dg.RunsFilter(statuses=OPEN))
     ingested = _runs(instance, "sales_ingest", dg.DagsterRunStatus.SUCCESS)
     assert sorted(r.tags["dagster/partition"] for r in ingested) == sorted(cfg.dataset.partitions.keys[:versions])
