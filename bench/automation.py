@@ -55,7 +55,7 @@ def measure() -> dict[str, float]:
         ingest(instance, cfg, "2024-01")
         _wait(lambda: live_version("sales_units") == "1", proc)  # start-up and warm-up
         start = time.time()
-        version = ingest(instance, cfg, "2024-02").data_version
+        version = ingest(instance, cfg, "2024-02").key  # the partition key of the new data version
         promoted = None
         while len(pipeline_runs()) < 2:  # the run ends after the champion moved (predictions follow)
             _wait(lambda: True, proc)
