@@ -13,7 +13,6 @@ copied to CPU buffers by a stager thread (the optimizer waits only for that copy
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import shutil
 import threading
@@ -28,7 +27,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata, StorageMeta
 
-from mlassets.core.train.checkpoint_files import PREFIX, step_dirs, verify, write_json, write_manifest
+from mlassets.core.train.checkpoint_files import PREFIX, publish, step_dirs, verify, write_json, write_manifest
 from mlassets.core.train.checkpoint_files import set_aside as _set_aside
 from mlassets.core.train.distributed import DistEnv
 from mlassets.core.train.staging import Stager
@@ -179,15 +178,7 @@ class Checkpointer:
         if not self.env.is_main or self._abandoned.is_set():
             return
         write_manifest(tmp, step)
-        final = self.root / f"{PREFIX}{step:09d}"
-        if final.exists():  # the same step saved again after a resume: replace it
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        fd = os.open(self.root, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        publish(tmp, self.root / f"{PREFIX}{step:09d}")
         self._retain()
 
     def _retain(self) -> None:

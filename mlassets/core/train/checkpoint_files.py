@@ -86,6 +86,20 @@ def verify(directory: Path) -> dict[str, Any]:
     return manifest
 
 
+def publish(tmp: Path, final: Path) -> Path:
+    """Move a written checkpoint folder into place atomically (the same checkpoint saved again after a resume
+    replaces the old one) and fsync the parent folder, so a crash leaves either no checkpoint or a whole one."""
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    fd = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return final
+
+
 def step_dirs(root: Path) -> list[Path]:
     """Finalized checkpoints, newest first."""
     return sorted((p for p in root.glob(f"{PREFIX}*") if p.is_dir()), key=lambda p: p.name, reverse=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -21,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from mlassets.core.train.checkpoint_files import PREFIX, set_aside, step_dirs, verify, write_json, write_manifest
+from mlassets.core.train.checkpoint_files import (
+    PREFIX,
+    publish,
+    set_aside,
+    step_dirs,
+    verify,
+    write_json,
+    write_manifest,
+)
 
 META = "meta.json"
 
@@ -67,15 +74,7 @@ class TreeCheckpoints:
         write_manifest(tmp, progress.round)
         if before_commit is not None:
             before_commit()
-        final = self.root / name
-        if final.exists():  # the same round saved again after a resume: replace it
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        fd = os.open(self.root, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        final = publish(tmp, self.root / name)
         self._retain(progress.best_round)
         return final
 
