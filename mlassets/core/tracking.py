@@ -23,7 +23,8 @@ TRAINING_VIEW = "?workflowType=machine_learning"
 @contextlib.contextmanager
 def _first_use(uri: str) -> Iterator[None]:
     """Processes that open a new sqlite tracking store at once would each create and migrate its tables (and
-    fail on each other's columns): an exclusive lock beside the database file serializes that first open."""
+    fail on each other's columns): an exclusive lock beside the database file serializes that first open, and the
+    first one creates the database whole (``_create``)."""
     if not uri.startswith("sqlite:///"):
         yield
         return
@@ -32,9 +33,25 @@ def _first_use(uri: str) -> Iterator[None]:
     with open(db.with_name(db.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
+            if not db.exists():
+                _create(db)
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _create(db: Path) -> None:
+    """A new sqlite store is created and migrated at a temporary path, then moved into place: a process killed
+    during MLflow's migration leaves no half-migrated database behind (every later open would fail on the
+    migration's leftover tables, e.g. ``_alembic_tmp_metrics``)."""
+    import os
+
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    tmp = db.with_name(db.name + ".new")
+    tmp.unlink(missing_ok=True)  # what a killed creation left
+    SqlAlchemyStore(f"sqlite:///{tmp}", paths.mlflow_artifact_root()).engine.dispose()
+    os.replace(tmp, db)
 
 
 def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> str:
