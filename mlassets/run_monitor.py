@@ -28,7 +28,7 @@ from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from mlassets.daemon_tree import HOME_ENV, TOKEN_ENV, ready_file
 from mlassets.launcher import DAEMON_TAG
-from mlassets.run_liveness import Dead, dead_runs
+from mlassets.run_liveness import PID_TAG, Dead, dead_runs
 
 CRASHES_TAG = "mlassets/worker_crashes"  # retries caused by the run's own worker dying (its daemon alive)
 
@@ -77,9 +77,16 @@ def _queue_retry(instance: dg.DagsterInstance, workspace: WorkspaceProcessContex
     return retry.run_id
 
 
+def daemons_run(tags: dict[str, str]) -> bool:
+    """A run a daemon launched (tagged by the launcher), or one a daemon dequeued and died before it could launch
+    (no tag yet): retried, so a landed file is still ingested and trained. A command's own in-process run (its
+    pid tagged) is not the daemon's to retry."""
+    return tags.get(DAEMON_TAG) is not None or PID_TAG not in tags
+
+
 def handle(instance: dg.DagsterInstance, workspace: WorkspaceProcessContext | None, dead: Dead,
            token: str = "") -> str:
-    """Queue a retry (when the daemon launched the run and retries are left), then mark the run failed.
+    """Queue a retry (when a daemon launched or dequeued the run and retries are left), then mark the run failed.
 
     A worker that died with its whole tree (a killed daemon) is always retried; one that died while its daemon
     lived (a crash of its own, e.g. out of memory) at most ``MLASSETS_RUN_RETRIES`` times."""
@@ -90,7 +97,7 @@ def handle(instance: dg.DagsterInstance, workspace: WorkspaceProcessContext | No
     retry = None
     own_crash = bool(token) and run.tags.get(DAEMON_TAG) == token
     crashes = int(run.tags.get(CRASHES_TAG, "0")) + int(own_crash)
-    if workspace is not None and run.tags.get(DAEMON_TAG) is not None and run.remote_job_origin is not None \
+    if workspace is not None and daemons_run(run.tags) and run.remote_job_origin is not None \
             and crashes <= max_retries():
         retry = _queue_retry(instance, workspace, run, crashes)
     if retry:

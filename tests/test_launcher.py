@@ -42,3 +42,13 @@ def test_a_run_and_a_run_key_are_launched_once(home: str) -> None:
     with pytest.raises(DagsterInvariantViolationError, match="requires a workspace"):
         launcher.launch_run(LaunchRunContext(dagster_run=retry, workspace=None))
     assert instance.get_run_by_id(retry.run_id).tags["mlassets/daemon"] == ""  # tagged by the launch (no daemon)
+
+
+def test_the_monitor_retries_a_daemons_run_even_one_dequeued_and_never_launched() -> None:
+    from mlassets.launcher import DAEMON_TAG
+    from mlassets.run_liveness import PID_TAG
+    from mlassets.run_monitor import daemons_run
+
+    assert daemons_run({DAEMON_TAG: "token"})  # launched by a daemon
+    assert daemons_run({SENSOR_NAME_TAG: "sales_landing"})  # dequeued by a daemon killed before it launched it
+    assert not daemons_run({PID_TAG: "4242"})  # `mlassets run` executes it itself: its own to fail
