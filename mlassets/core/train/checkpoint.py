@@ -27,7 +27,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata, StorageMeta
 
-from mlassets.core.train.checkpoint_files import PREFIX, publish, step_dirs, verify, write_json, write_manifest
+from mlassets.core.train.checkpoint_files import PREFIX, publish, retain, step_dirs, verify, write_json, write_manifest
 from mlassets.core.train.checkpoint_files import set_aside as _set_aside
 from mlassets.core.train.distributed import DistEnv
 from mlassets.core.train.staging import Stager
@@ -183,14 +183,7 @@ class Checkpointer:
 
     def _retain(self) -> None:
         """Keep the newest ``keep_last`` checkpoints plus the one with the best validation metric."""
-        dirs = step_dirs(self.root)
-        keep = set(dirs[: self.keep_last])
-        best = best_checkpoint(dirs)
-        if best is not None:
-            keep.add(best)
-        for path in dirs:
-            if path not in keep:
-                shutil.rmtree(path, ignore_errors=True)
+        retain(self.root, self.keep_last, best_checkpoint(step_dirs(self.root)))
 
     def find_latest(self, resume_key: str) -> Path | None:
         """Rank 0: the newest checkpoint that passes its manifest and belongs to this run's config."""

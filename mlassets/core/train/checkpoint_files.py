@@ -100,6 +100,15 @@ def publish(tmp: Path, final: Path) -> Path:
     return final
 
 
+def retain(root: Path, keep_last: int, best: Path | None) -> None:
+    """Delete every checkpoint under ``root`` but the newest ``keep_last`` and ``best``."""
+    dirs = step_dirs(root)
+    keep = {*dirs[:keep_last], *([best] if best is not None else [])}
+    for path in dirs:
+        if path not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def step_dirs(root: Path) -> list[Path]:
     """Finalized checkpoints, newest first."""
     return sorted((p for p in root.glob(f"{PREFIX}*") if p.is_dir()), key=lambda p: p.name, reverse=True)

@@ -23,6 +23,7 @@ import numpy as np
 from mlassets.core.train.checkpoint_files import (
     PREFIX,
     publish,
+    retain,
     set_aside,
     step_dirs,
     verify,
@@ -79,14 +80,7 @@ class TreeCheckpoints:
         return final
 
     def _retain(self, best_round: int) -> None:
-        dirs = step_dirs(self.root)
-        keep = set(dirs[: self.keep_last])
-        best = self.holding(best_round)
-        if best is not None:
-            keep.add(best)
-        for path in dirs:
-            if path not in keep:
-                shutil.rmtree(path, ignore_errors=True)
+        retain(self.root, self.keep_last, self.holding(best_round))
 
     def holding(self, best_round: int) -> Path | None:
         """The earliest checkpoint whose model holds ``best_round`` (the best model is its first rounds)."""
