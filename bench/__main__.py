@@ -20,7 +20,7 @@ from bench.registry import Benchmark, registered
 # add new bench/*.py modules here
 MODULES: tuple[str, ...] = (
     "bench.orchestration", "bench.evaluation", "bench.store", "bench.features", "bench.training",
-    "bench.diagnose", "bench.snapshot", "bench.automation", "bench.own_model", "bench.startup", "bench.stream",
+    "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
     "bench.gbdt", "bench.scale", "bench.latency_gate",
 )
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")

@@ -4,6 +4,8 @@ The sales example with sensors every second: a first month is ingested and run b
 warm-up); then a second month is committed and the clock runs from the commit until the pipeline run that the
 commit sensor started has registered and promoted the new version. The steps' own execution time (from the event
 log) is subtracted: what remains is orchestration (sensor interval, queue, run launch, definitions load).
+
+``commit_to_champion`` in ``bench.startup`` reports it against its anchor (``bench.launch_anchor``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-
-from bench.registry import Result, benchmark
 
 INTERVAL_S = 1
 
@@ -80,14 +80,3 @@ def measure() -> dict[str, float]:
             "sensor": marks["created"] - start, "queue": marks.get("RUN_DEQUEUED", marks["created"]) - marks["created"],
             "launch": marks["RUN_START"] - marks.get("RUN_DEQUEUED", marks["created"]),
             "in_run": marks["RUN_SUCCESS"] - marks["RUN_START"] - compute}
-
-
-@benchmark("commit_to_champion", goal=f"new commit -> champion with the daemon, minus compute (s; interval "
-                                      f"{INTERVAL_S} s)", better="lower", target=10.0 + INTERVAL_S)
-def commit_to_champion() -> Result:
-    m = measure()
-    champion = f"champion after {m['promoted']:.1f} s" if m["promoted"] else "rejected: no new champion"
-    detail = (f"commit -> pipeline run done {m['total']:.1f} s ({champion}), of which its steps computed "
-              f"{m['compute']:.1f} s; sensor interval {INTERVAL_S} s. The rest: sensor {m['sensor']:.1f} s, queue "
-              f"{m['queue']:.1f} s, run launch {m['launch']:.1f} s, inside the run {m['in_run']:.1f} s")
-    return Result(value=m["total"] - m["compute"], unit="s", detail=detail)

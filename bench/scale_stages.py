@@ -4,8 +4,8 @@
 generated data and its config under ``data/``, the store under ``store/``, exported splits under ``splits/``) and
 prints one JSON line: the stage, its seconds, the process's peak RSS (``VmHWM``) and what the stage reports.
 
-To add a stage (one training epoch, the evaluation): write ``def my_stage(work: Path) -> dict`` here, decorate it
-with ``@stage("my_stage")``, and append its name to ``bench.scale.PIPELINE``.
+To add a stage: write ``def my_stage(work: Path) -> dict`` here, decorate it with ``@stage("my_stage")``, and
+append its name to ``bench.scale.PIPELINE``.
 """
 
 from __future__ import annotations
@@ -95,6 +95,42 @@ def features(work: Path) -> dict[str, Any]:
     feature_set = write_features(store, cfg, head)
     export_splits(store, cfg, head, work / "splits", SPLITS)
     return {"rows": sum(feature_set.rows.values())}
+
+
+@stage("train")
+def train(work: Path) -> dict[str, Any]:
+    """One epoch of the config's model on the exported train split, read by the streaming loader (one process,
+    as a single-rank training step runs), validated on the exported validation split."""
+    import io
+
+    from mlassets.core.train.job import TrainJob
+    from mlassets.core.train.process import run_training
+    from mlassets.core.train.reporting import PrintReporter
+
+    cfg, _ = _open(work)
+    config = cfg.to_dict()
+    config["training"].update(epochs=1, loader="stream")
+    splits = work / "splits"
+    job = TrainJob(config, str(splits / "train.parquet"), str(splits / "validation.parquet"), str(work / "training"),
+                   "bench")
+    result = run_training(job, PrintReporter(stream=io.StringIO()))
+    return {"rows": result.n_train, "model_dir": result.model_dir}
+
+
+@stage("evaluate")
+def evaluate(work: Path) -> dict[str, Any]:
+    """The trained model on the version's holdout, streamed (chunks of the memory budget, accumulated metrics,
+    slices with their bootstrap intervals, the scored rows written to a file), as a first model is evaluated."""
+    from mlassets.core.evaluate.stream import evaluate_streamed, train_target
+    from mlassets.core.features.store import split_tables
+    from mlassets.core.train.artifact import load_bundle
+
+    cfg, store = _open(work)
+    head = _head(store, cfg)
+    bundle = load_bundle(work / "training" / "model")
+    evaluation = evaluate_streamed(split_tables(store, cfg, head, "holdout"), cfg, bundle, None,
+                                   train_target(store, cfg, head), work / "predictions.parquet", data_version=head)
+    return {"rows": evaluation.holdout_rows, "metric": evaluation.candidate[cfg.gate.main_metric]}
 
 
 def main(argv: list[str]) -> int:

@@ -5,7 +5,9 @@ the same run (``python -m bench startup`` prints them together).
   pass``);
 - ``versions_speed``, ``history_speed``: the read-only commands on a demo home ÷ ``python -c "import dagster"``;
 - ``code_location_load``: import and build the definitions, resolve every job ÷ ``import dagster``;
-- ``demo_overhead``: a demo of three months, whole run ÷ the steps' compute.
+- ``demo_overhead``: a demo of three months, whole run ÷ the steps' compute;
+- ``commit_to_champion``: a commit to its champion with the daemon, minus compute and the sensor interval ÷ Dagster's
+  own launch of a trivial job from a sensor on a bare daemon (``bench.launch_anchor``), measured first.
 
 Each command runs in a fresh interpreter; the figure is the median of ``REPEATS`` calls, alternated with its anchor.
 """
@@ -21,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.automation import INTERVAL_S
 from bench.registry import Result, benchmark
 
 REPEATS = 5
@@ -129,3 +132,24 @@ def demo_overhead() -> Result:
     wall, compute = _HOME["wall"], _HOME["compute"]
     return Result(wall / compute, "x", f"{wall:.1f} s for 3 ingests and 3 pipeline runs, of which the steps "
                   f"computed {compute:.1f} s (overhead {wall - compute:.1f} s)")
+
+
+@benchmark("commit_to_champion", goal=f"(commit -> champion with the daemon - compute - the {INTERVAL_S} s sensor "
+                                      "interval) / Dagster's launch of a trivial job", better="lower", target=1.5)
+def commit_to_champion() -> Result:
+    import statistics
+
+    from bench import automation, launch_anchor
+
+    anchors = launch_anchor.measure(INTERVAL_S)
+    anchor = statistics.median(anchors)
+    m = automation.measure()
+    orchestration = m["total"] - m["compute"]
+    champion = f"champion after {m['promoted']:.1f} s" if m["promoted"] else "rejected: no new champion"
+    detail = (f"orchestration {orchestration:.1f} s: commit -> pipeline run done {m['total']:.1f} s ({champion}), "
+              f"of which its steps computed {m['compute']:.1f} s; sensor interval {INTERVAL_S} s. The rest: "
+              f"sensor {m['sensor']:.1f} s, queue {m['queue']:.1f} s, run launch {m['launch']:.1f} s, inside the run "
+              f"{m['in_run']:.1f} s. Anchor: a trivial job's run on a bare dagster-daemon, creation -> success minus "
+              f"compute, median {anchor:.2f} s of [{', '.join(f'{a:.2f}' for a in anchors)}]; goal: orchestration "
+              f"<= {1.5 * anchor + INTERVAL_S:.1f} s")
+    return Result(value=(orchestration - INTERVAL_S) / anchor, unit="x", detail=detail)

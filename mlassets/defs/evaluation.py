@@ -94,17 +94,18 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         if live:
             dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
-        train_y = split_column(store, cfg, version, "train", cfg.dataset.target)
         record = {"champion_version": live, "data_version": version,
                   "dropped_missing_target": features.dropped_missing_target}
         tables = split_tables(store, cfg, version, "holdout")
         first = next(tables, None)
         if stream.streams(cfg, features.rows.get("holdout", 0), first):  # beyond the memory budget: in chunks
             context.log.info(f"evaluation: {features.rows.get('holdout', 0)} holdout rows, scored in chunks")
+            train_y = stream.train_target(store, cfg, version)
             result = stream.evaluate_logged(itertools.chain([first], tables), cfg, bundles, dirs, train_y,
                                             score.artifact_dir(version), **record)
         else:
             tables.close()
+            train_y = split_column(store, cfg, version, "train", cfg.dataset.target)
             holdout = read_split(store, cfg, version, "holdout")
             predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
             derived = derive(cfg, train_y, predictions["y"].to_numpy(), has_champion=bool(live))

@@ -145,6 +145,7 @@ def config_data(rows: int, keys: list[str]) -> dict[str, Any]:
     ds.update(name="flights_scale", source="files", path="data/flights_{partition}.parquet", columns=columns,
               partitions={"pattern": "YYYY-MM", "keys": keys}, min_rows=max(1, min(1000, rows // len(keys) // 2)))
     data["model"]["registered_name"] = "flights_scale_arr_delay"
+    data["training"]["loader"] = "stream"  # the splits are read a window of row groups at a time, never whole
     return data
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.metrics import get_metric, model_metrics
+from mlassets.core.evaluate.target_stats import TargetStats, as_stats
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,48 +39,44 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def naive_constant(cfg: PipelineConfig, train_y: np.ndarray) -> tuple[float, str]:
-    """The constant a naive model predicts for every row, and its name."""
-    import numpy as np
-
+def naive_constant(cfg: PipelineConfig, train_y: np.ndarray | TargetStats) -> tuple[float, str]:
+    """The constant a naive model predicts for every row, and its name (of the finite training targets)."""
+    stats = as_stats(train_y)
     if cfg.dataset.task == "binary":
-        return float(np.mean(train_y)), "the training base rate"
+        return stats.mean, "the training base rate"
     if cfg.gate.main_metric == "rmse":
-        return float(np.mean(train_y)), "the training mean"
-    return float(np.median(train_y)), "the training median"
+        return stats.mean, "the training mean"
+    return stats.median, "the training median"
 
 
-def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray) -> float | None:
+def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray | TargetStats) -> float | None:
     """What the naive baseline predicts for every row (``naive_constant`` of the finite training targets); None for
     a multiclass task or without training rows."""
-    import numpy as np
-
     if cfg.dataset.task == "multiclass":
         return None
-    train_y = np.asarray(train_y, dtype=np.float64)
-    train_y = train_y[np.isfinite(train_y)]
-    return naive_constant(cfg, train_y)[0] if train_y.size else None
+    stats = as_stats(train_y)
+    return naive_constant(cfg, stats)[0] if stats.n else None
 
 
-def derive(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray | None, has_champion: bool,
-           baseline_metrics: dict[str, float] | None = None) -> Derived:
-    """The values of the unset keys for this version (configured ones are kept as given). ``baseline_metrics``: the
-    naive baseline's metrics accumulated over a streamed holdout (predicting ``baseline_constant``), used instead of
-    ``holdout_y``."""
+def derive(cfg: PipelineConfig, train_y: np.ndarray | TargetStats, holdout_y: np.ndarray | None,
+           has_champion: bool, baseline_metrics: dict[str, float] | None = None) -> Derived:
+    """The values of the unset keys for this version (configured ones are kept as given). ``train_y``: the training
+    target, or (regression, binary) its ``TargetStats`` (a streamed evaluation never holds the column).
+    ``baseline_metrics``: the naive baseline's metrics accumulated over a streamed holdout (predicting
+    ``baseline_constant``), used instead of ``holdout_y``."""
     import numpy as np
 
     gate, lines = cfg.gate, []
     if cfg.dataset.task == "multiclass":
         return _derive_multiclass(cfg, train_y, holdout_y, has_champion)
-    train_y = np.asarray(train_y, dtype=np.float64)
-    train_y = train_y[np.isfinite(train_y)]
+    stats = as_stats(train_y)
     low, high = gate.prediction_min, gate.prediction_max
     if low is None or high is None:
         if cfg.dataset.task == "binary":
             derived = (0.0, 1.0)
             what = "a probability"
-        elif train_y.size:
-            lo, hi = float(train_y.min()), float(train_y.max())
+        elif stats.n:
+            lo, hi = stats.low, stats.high
             width = max(hi - lo, abs(hi), 1.0) if hi == lo else hi - lo
             derived = (lo - MARGIN * width, hi + MARGIN * width)
             what = f"the training target's [{_fmt(lo)}, {_fmt(hi)}] widened by {MARGIN:.0%} of its width"
@@ -89,8 +86,8 @@ def derive(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray | Non
         high = derived[1] if high is None else high
         lines.append(f"sanity range [{_fmt(low)}, {_fmt(high)}]: {what} (gate.prediction_min / prediction_max)")
     baseline = None
-    if not has_champion and gate.absolute_max_metric is None and train_y.size:
-        value, name = naive_constant(cfg, train_y)
+    if not has_champion and gate.absolute_max_metric is None and stats.n:
+        value, name = naive_constant(cfg, stats)
         if baseline_metrics is not None:
             baseline = dict(baseline_metrics)
         else:

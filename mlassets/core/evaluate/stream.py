@@ -25,12 +25,14 @@ from mlassets.core.evaluate.accumulate import ModelSums, PredictionSums
 from mlassets.core.evaluate.derived import baseline_constant, derive
 from mlassets.core.evaluate.record import Evaluation, _prediction_range
 from mlassets.core.evaluate.slice_sums import SlicesSums
+from mlassets.core.evaluate.target_stats import TargetStats, as_stats, streamed
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     import pyarrow as pa
 
+    from mlassets.core.data.store import VersionedStore
     from mlassets.core.train.artifact import ModelBundle
 
 STREAM_ENV = "MLASSETS_EVAL_STREAM"  # "always" / "never" force the choice (tests, benchmarks); unset: by size
@@ -86,18 +88,28 @@ class StreamedHoldout:
         )
 
 
+def train_target(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> TargetStats:
+    """The training split's target as the derived thresholds read it, batch by batch (``target_stats.streamed``)."""
+    from mlassets.core.features.store import split_tables
+
+    target = cfg.dataset.target
+    return streamed(table.column(target).to_numpy(zero_copy_only=False)
+                    for table in split_tables(store, cfg, data_version, "train") if target in table.column_names)
+
+
 def stream_holdout(
     tables: Iterable[pa.Table], cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None,
-    train_y: np.ndarray, predictions_path: str | Path | None = None,
+    train_y: np.ndarray | TargetStats, predictions_path: str | Path | None = None,
 ) -> StreamedHoldout:
     """Score every chunk with both models and add it up; the scored rows go to ``predictions_path`` (Parquet, the
-    columns of ``score.score_holdout``) chunk by chunk."""
+    columns of ``score.score_holdout``) chunk by chunk. ``train_y``: the training target or its ``TargetStats``."""
     import numpy as np
 
     from mlassets.core.data.batches import TableWriter
     from mlassets.core.evaluate.score import latency_sample, score_holdout
 
     task = cfg.dataset.task
+    train_y = as_stats(train_y)
     low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # the range needs no holdout
     constant = baseline_constant(cfg, train_y)
     models = ["candidate", "champion"] if champion is not None else ["candidate"]
@@ -133,20 +145,22 @@ def stream_holdout(
 
 def evaluate_streamed(
     tables: Iterable[pa.Table], cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None,
-    train_y: np.ndarray, predictions_path: str | Path | None = None, measure: Any = None, **context: Any,
+    train_y: np.ndarray | TargetStats, predictions_path: str | Path | None = None, measure: Any = None,
+    **context: Any,
 ) -> Evaluation:
     """``stream_holdout`` then its record, with the thresholds ``derived.derive`` gives (the naive baseline from
     its accumulated metrics); ``measure(sample)`` returns the performance entry (latency, size), if given."""
-    streamed = stream_holdout(tables, cfg, candidate, champion, train_y, predictions_path)
-    baseline = streamed.baseline.metrics() if streamed.baseline is not None else None
+    train_y = as_stats(train_y)
+    holdout = stream_holdout(tables, cfg, candidate, champion, train_y, predictions_path)
+    baseline = holdout.baseline.metrics() if holdout.baseline is not None else None
     derived = derive(cfg, train_y, None, has_champion=champion is not None, baseline_metrics=baseline)
-    performance = measure(streamed.sample) if measure is not None else None
-    return streamed.evaluation(derived, performance, **context)
+    performance = measure(holdout.sample) if measure is not None else None
+    return holdout.evaluation(derived, performance, **context)
 
 
 def evaluate_logged(
     tables: Iterable[pa.Table], cfg: PipelineConfig, bundles: dict[str, ModelBundle], dirs: dict[str, Any],
-    train_y: np.ndarray, artifact_path: str, **context: Any,
+    train_y: np.ndarray | TargetStats, artifact_path: str, **context: Any,
 ) -> Evaluation:
     """The evaluation asset's streaming path: ``evaluate_streamed`` with latency and size measured as in memory
     (``score.measure_models``, on the sample) and the predictions file stored in the active MLflow run."""

@@ -101,7 +101,8 @@ def in_memory(data: Data, candidate, champion) -> tuple[Evaluation, pd.DataFrame
 def streamed(data: Data, candidate, champion, chunk: int, path: Path | None = None) -> Evaluation:
     whole = data.holdout()
     tables = (whole.slice(start, chunk) for start in range(0, whole.num_rows, chunk))
-    return stream.evaluate_streamed(tables, data.cfg, candidate, champion, data.train_y, predictions_path=path)
+    train = stream.train_target(data.store, data.cfg, data.version)  # as the asset reads it: never whole
+    return stream.evaluate_streamed(tables, data.cfg, candidate, champion, train, predictions_path=path)
 
 
 def assert_same_record(got: Evaluation, want: Evaluation) -> None:
