@@ -21,6 +21,7 @@ from mlassets.core.evaluate.target_stats import TargetStats, as_stats
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
 MARGIN = 0.5  # of the training target's width, on each side of its range
 
@@ -63,12 +64,12 @@ def derive(cfg: PipelineConfig, train_y: np.ndarray | TargetStats, holdout_y: np
     """The values of the unset keys for this version (configured ones are kept as given). ``train_y``: the training
     target, or (regression, binary) its ``TargetStats`` (a streamed evaluation never holds the column).
     ``baseline_metrics``: the naive baseline's metrics accumulated over a streamed holdout (predicting
-    ``baseline_constant``), used instead of ``holdout_y``."""
+    ``baseline_constant``, or for a multiclass task ``naive_shares``), used instead of ``holdout_y``."""
     import numpy as np
 
     gate, lines = cfg.gate, []
     if cfg.dataset.task == "multiclass":
-        return _derive_multiclass(cfg, train_y, holdout_y, has_champion)
+        return _derive_multiclass(cfg, train_y, holdout_y, has_champion, baseline_metrics)
     stats = as_stats(train_y)
     low, high = gate.prediction_min, gate.prediction_max
     if low is None or high is None:
@@ -99,27 +100,50 @@ def derive(cfg: PipelineConfig, train_y: np.ndarray | TargetStats, holdout_y: np
     return Derived(float(low), float(high), baseline, lines)
 
 
-def _derive_multiclass(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray,
-                       has_champion: bool) -> Derived:
-    """Class probabilities are checked against [0, 1] whatever the config; the naive baseline predicts the
-    training class shares (log loss) and the most frequent training class (accuracy)."""
-    import numpy as np
+def naive_shares(cfg: PipelineConfig, train_y: np.ndarray, has_champion: bool) -> pd.Series | None:
+    """The training class shares a naive multiclass model predicts for every row (most frequent first), when a first
+    model must beat it; None with a champion, a configured threshold or no training rows."""
     import pandas as pd
 
-    from mlassets.core.evaluate.calibration import EPS
     from mlassets.core.train.splits import class_label
 
     gate = cfg.gate
     limit = gate.absolute_min_metric if get_metric(gate.main_metric).higher_is_better else gate.absolute_max_metric
     train = pd.Series(train_y, dtype=object).dropna().map(class_label)
     if has_champion or limit is not None or train.empty:
-        return Derived(0.0, 1.0)
-    shares = train.value_counts(normalize=True)
-    truth = pd.Series(holdout_y, dtype=object).dropna().map(class_label)
+        return None
+    return train.value_counts(normalize=True)
+
+
+def naive_class_rows(shares: pd.Series, truth: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per holdout row (its class label), the naive model's log loss and hit (1.0: the most frequent class is it)."""
+    import numpy as np
+
+    from mlassets.core.evaluate.calibration import EPS
+
     p_true = truth.map(shares).fillna(0.0).to_numpy(dtype=np.float64)
-    baseline = {"logloss": float(np.mean(-np.log(np.clip(p_true, EPS, 1.0)))) if p_true.size else float("nan"),
-                "accuracy": float(np.mean(truth.to_numpy() == shares.index[0])) if p_true.size else float("nan")}
-    metric = get_metric(gate.main_metric)
+    return -np.log(np.clip(p_true, EPS, 1.0)), (truth.to_numpy() == shares.index[0]).astype(np.float64)
+
+
+def _derive_multiclass(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray | None, has_champion: bool,
+                       baseline_metrics: dict[str, float] | None = None) -> Derived:
+    """Class probabilities are checked against [0, 1] whatever the config; the naive baseline predicts the
+    training class shares (log loss) and the most frequent training class (accuracy)."""
+    import numpy as np
+    import pandas as pd
+
+    from mlassets.core.train.splits import class_label
+
+    shares = naive_shares(cfg, train_y, has_champion)
+    if shares is None:
+        return Derived(0.0, 1.0)
+    if baseline_metrics is not None:
+        baseline = dict(baseline_metrics)
+    else:
+        losses, hits = naive_class_rows(shares, pd.Series(holdout_y, dtype=object).dropna().map(class_label))
+        baseline = {"logloss": float(np.mean(losses)) if losses.size else float("nan"),
+                    "accuracy": float(np.mean(hits)) if hits.size else float("nan")}
+    metric = get_metric(cfg.gate.main_metric)
     key = "gate.absolute_min_metric" if metric.higher_is_better else "gate.absolute_max_metric"
     return Derived(0.0, 1.0, baseline, [
         f"a first model must beat the naive baseline: {metric.label} {metric.fmt(baseline[metric.name])} on this "

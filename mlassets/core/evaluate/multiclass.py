@@ -7,7 +7,8 @@ probability of a class it never saw is 0. Then, per model:
 
 * log loss: mean over rows of ``-ln(max(p_true, EPS))`` with ``EPS = 1e-15`` and no renormalization; a row whose
   true class the model never saw costs ``-ln(EPS)`` (about 34.5) and is counted in ``unseen_class_rows``;
-* accuracy: the share of rows whose most probable class (the first in sorted order on a tie) is the true one;
+* accuracy: the share of rows whose most probable class is the true one: the first in sorted order on a tie, and
+  only among the classes the model knows (the label it serves), so it does not depend on the label space;
 * macro-F1: the unweighted mean of ``2 TP / (2 TP + FP + FN)`` over the classes that occur among the rows' true or
   predicted classes (scikit-learn's label set); a class in neither is left out rather than counted as 0 or 1;
 * ECE, top-label: the binary calibration (``calibration``) of the confidence ``max_k p_k`` against "the most
@@ -62,11 +63,17 @@ def log_losses(y: np.ndarray, prob: np.ndarray) -> np.ndarray:
     return -np.log(np.clip(p, EPS, 1.0))
 
 
-def predicted(prob: np.ndarray) -> np.ndarray:
-    """The most probable class of each row (the first on a tie)."""
+def predicted(prob: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
+    """The most probable class of each row (the first on a tie) among the ``known`` columns (all without it): a model
+    never predicts a class it never saw, even where its own probabilities are all 0 or negative (as it serves)."""
     import numpy as np
 
-    return np.argmax(prob, axis=1) if len(prob) else np.empty(0, dtype=np.intp)
+    if not len(prob):
+        return np.empty(0, dtype=np.intp)
+    if known is None or known.all():
+        return np.argmax(prob, axis=1)
+    columns = np.flatnonzero(known)
+    return columns[np.argmax(prob[:, columns], axis=1)]
 
 
 def hits(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -117,18 +124,19 @@ def class_metrics(conf: np.ndarray) -> dict[str, np.ndarray]:
                 "predicted": pred.astype(np.float64)}
 
 
-def top_label(prob: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def top_label(prob: np.ndarray, y: np.ndarray, known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(confidence, correct)``: each row's largest probability and whether its class is the true one."""
     import numpy as np
 
-    pred = predicted(prob)
+    pred = predicted(prob, known)
     confidence = prob[np.arange(len(y)), pred] if len(y) else np.empty(0)
     return confidence, hits(y, pred)
 
 
-def calibration(prob: np.ndarray, y: np.ndarray, bins: int = DEFAULT_BINS) -> dict[str, Any]:
+def calibration(prob: np.ndarray, y: np.ndarray, bins: int = DEFAULT_BINS,
+                known: np.ndarray | None = None) -> dict[str, Any]:
     """The top-label calibration report (``{"ece", "bins", "table"}``, as for a binary model)."""
-    confidence, correct = top_label(prob, y)
+    confidence, correct = top_label(prob, y, known)
     return calibration_report(correct, confidence, bins)
 
 
@@ -140,12 +148,12 @@ def model_metrics(y: np.ndarray, prob: np.ndarray, known: np.ndarray, bins: int 
     if not len(y):
         nan = float("nan")
         return {"logloss": nan, "accuracy": nan, "macro_f1": nan, "ece": nan, "n": 0.0, "unseen_class_rows": 0.0}
-    pred = predicted(prob)
+    pred = predicted(prob, known)
     return {
         "logloss": float(np.mean(log_losses(y, prob))),
         "accuracy": float(np.mean(hits(y, pred))),
         "macro_f1": float(macro_f1(confusion(y, pred, prob.shape[1]))[0]),
-        "ece": float(calibration(prob, y, bins)["ece"]),
+        "ece": float(calibration(prob, y, bins, known)["ece"]),
         "n": float(len(y)),
         "unseen_class_rows": float(np.sum(~known[y])),
     }

@@ -31,8 +31,8 @@ def _scored(prob: pd.DataFrame, labels: list[str], y: np.ndarray) -> dict[str, A
     import numpy as np
 
     matrix = mc.on_labels(prob, labels)
-    pred = mc.predicted(matrix)
     known = np.isin(np.asarray(labels, dtype=object), [str(c) for c in prob.columns])
+    pred = mc.predicted(matrix, known)
     return {"prob": matrix, "pred": pred, "known": known,
             "rows": {"logloss": mc.log_losses(y, matrix), "accuracy": mc.hits(y, pred)}}
 
@@ -46,19 +46,18 @@ def _stats(prob: pd.DataFrame) -> PredictionStats:
                            sum_not_one=s["sum_not_one"], max_sum_error=s["max_sum_error"])
 
 
-def _class_rows(labels: list[str], y: np.ndarray, models: dict[str, dict[str, Any]]) -> list[ClassRow]:
-    import numpy as np
-
-    k = len(labels)
-    support = np.bincount(y, minlength=k)
-    per = {m: mc.class_metrics(mc.confusion(y, s["pred"], k)[0]) for m, s in models.items()}
+def class_rows(labels: list[str], confusions: dict[str, np.ndarray], known: dict[str, np.ndarray]) -> list[ClassRow]:
+    """A ``ClassRow`` per label from each model's ``[k, k]`` (true, predicted) counts on the label space and the
+    classes it knows (the streamed record builds the same rows from its counts)."""
+    support = confusions["candidate"].sum(axis=1)  # rows of each true class
+    per = {m: mc.class_metrics(conf) for m, conf in confusions.items()}
 
     def of(model: str, i: int) -> dict[str, float] | None:
         return {name: float(v[i]) for name, v in per[model].items()} if model in per else None
 
     return [ClassRow(value=label, n=int(support[i]), candidate=of("candidate", i), champion=of("champion", i),
-                     candidate_knows=bool(models["candidate"]["known"][i]),
-                     champion_knows=bool(models["champion"]["known"][i]) if "champion" in models else None)
+                     candidate_knows=bool(known["candidate"][i]),
+                     champion_knows=bool(known["champion"][i]) if "champion" in known else None)
             for i, label in enumerate(labels)]
 
 
@@ -99,8 +98,10 @@ def evaluate_multiclass(
         task="multiclass", main_metric=main, holdout_rows=len(y), candidate=overall["candidate"],
         champion=overall.get("champion"), slices=slices, predictions=_stats(prob_candidate),
         confidence=cfg.gate.confidence, champion_version=champion_version, data_version=data_version,
-        calibration={m: mc.calibration(s["prob"], y) for m, s in models.items()},
+        calibration={m: mc.calibration(s["prob"], y, known=s["known"]) for m, s in models.items()},
         performance=dict(performance or {}), predictions_uri=predictions_uri,
-        dropped_missing_target=dropped_missing_target, classes=_class_rows(labels, y, models),
+        dropped_missing_target=dropped_missing_target,
+        classes=class_rows(labels, {m: mc.confusion(y, s["pred"], k)[0] for m, s in models.items()},
+                           {m: s["known"] for m, s in models.items()}),
         baseline=derived.baseline if derived else None, derived=list(derived.lines) if derived else [],
     )

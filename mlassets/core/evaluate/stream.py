@@ -2,13 +2,14 @@
 
 Each chunk (an Arrow table of ``features.store.split_tables``) is scored by both models (``score.score_holdout``),
 its scored rows appended to the predictions file, and added to accumulators: overall metrics and calibration bins
-(``accumulate``), per-slice sums and bootstrap units (``slice_sums``), the naive baseline's metrics. What stays is
-``O(slice values x bootstrap groups)`` numbers and a latency sample of at most ``LATENCY_SAMPLE_ROWS`` rows of the
-first chunk. The record is the same ``Evaluation`` the in-memory path builds, to float rounding, with the same
-intervals (see ``slice_sums``), so the gate, registry and dashboard read it unchanged.
+(``accumulate``), per-slice sums and bootstrap units (``slice_sums``), the naive baseline's metrics; a multiclass
+holdout's class probabilities go to ``multiclass_sums`` (counts keyed by class, the label space sorted at the end).
+What stays is ``O(slice values x bootstrap groups)`` numbers (and ``O(slice values x classes^2)`` counts) and a
+latency sample of at most ``LATENCY_SAMPLE_ROWS`` rows of the first chunk. The record is the same ``Evaluation`` the
+in-memory path builds, to float rounding, with the same intervals (see ``slice_sums``), so the gate, registry and
+dashboard read it unchanged.
 
-``streams`` chooses: a regression or binary holdout streams when it would not fit one batch of
-``dataset.memory_budget_mb``; a multiclass one is always evaluated in memory.
+``streams`` chooses: a holdout of any task streams when it would not fit one batch of ``dataset.memory_budget_mb``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.accumulate import ModelSums, PredictionSums
 from mlassets.core.evaluate.derived import baseline_constant, derive
+from mlassets.core.evaluate.multiclass_sums import MulticlassSums
 from mlassets.core.evaluate.record import Evaluation, _prediction_range
 from mlassets.core.evaluate.slice_sums import SlicesSums
 from mlassets.core.evaluate.target_stats import TargetStats, as_stats, streamed
@@ -44,7 +46,7 @@ def streams(cfg: PipelineConfig, holdout_rows: int, first: pa.Table | None) -> b
     row width measured on its ``first`` batch), or ``STREAM_ENV`` / ``STREAM_ABOVE_ROWS`` say so."""
     from mlassets.core.data.budget import batch_rows
 
-    if cfg.dataset.task == "multiclass" or first is None:
+    if first is None:
         return False
     forced = os.environ.get(STREAM_ENV, "").strip().lower()
     if forced in ("always", "never"):
@@ -55,44 +57,80 @@ def streams(cfg: PipelineConfig, holdout_rows: int, first: pa.Table | None) -> b
     return holdout_rows > limit
 
 
+class ValueSums:
+    """A regression or binary holdout's accumulators: each model's overall metrics (``accumulate``), the candidate's
+    prediction stats, the slices (``slice_sums``) and the naive baseline's metrics."""
+
+    def __init__(self, cfg: PipelineConfig, has_champion: bool, train_y: np.ndarray | TargetStats) -> None:
+        task, train_y = cfg.dataset.task, as_stats(train_y)
+        low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
+        self.constant = baseline_constant(cfg, train_y)
+        self.overall = {model: ModelSums(task) for model in (["candidate", "champion"] if has_champion
+                                                             else ["candidate"])}
+        self.predictions, self.slices = PredictionSums(low, high), SlicesSums(cfg, has_champion)
+        self.baseline = ModelSums(task) if self.constant is not None else None
+        self.task, self.missing_target = task, 0
+
+    def add(self, scored: pd.DataFrame) -> None:
+        """One scored chunk (``score.score_holdout``)."""
+        import numpy as np
+
+        y = scored["y"].to_numpy(dtype=np.float64)
+        self.missing_target += int(np.isnan(y).sum())
+        preds = {model: scored[model].to_numpy(dtype=np.float64) for model in self.overall}
+        for model, pred in preds.items():
+            self.overall[model].add(y, pred)
+        self.predictions.add(preds["candidate"])
+        self.slices.add(scored, y, preds)
+        if self.baseline is not None:
+            self.baseline.add(y, np.full(y.shape, self.constant))
+
+    def baseline_metrics(self) -> dict[str, float] | None:
+        return self.baseline.metrics() if self.baseline is not None else None
+
+    def fields(self) -> dict[str, Any]:
+        """The model-dependent fields of ``record.evaluate_models``' record of the rows added."""
+        champion = self.overall.get("champion")
+        calibration = None
+        if self.task == "binary":
+            calibration = {model: sums.calibration() for model, sums in self.overall.items()}
+        return {"holdout_rows": self.overall["candidate"].n, "candidate": self.overall["candidate"].metrics(),
+                "champion": champion.metrics() if champion else None, "slices": self.slices.slice_rows(),
+                "predictions": self.predictions.stats(), "calibration": calibration}
+
+
 @dataclass
 class StreamedHoldout:
-    """What a streamed holdout leaves: the accumulators, the latency sample, and the rows without a target."""
+    """What a streamed holdout leaves: its accumulators (``ValueSums``, or ``MulticlassSums`` for a multiclass task)
+    and the latency sample."""
 
     cfg: PipelineConfig
-    overall: dict[str, ModelSums]
-    predictions: PredictionSums
-    slices: SlicesSums
-    baseline: ModelSums | None
+    sums: ValueSums | MulticlassSums
     sample: pd.DataFrame | None = None
-    missing_target: int = 0
 
     def evaluation(self, derived: Any = None, performance: dict[str, dict[str, float]] | None = None,
                    **context: Any) -> Evaluation:
-        """The record ``record.evaluate_models`` builds of the same rows (``context``: champion_version,
-        data_version, predictions_uri, dropped_missing_target)."""
-        cfg = self.cfg
-        if self.missing_target:  # as in memory: a metric of a missing target would be NaN, blamed on the model
-            raise ValueError(f"evaluation: {self.missing_target} holdout rows have no value of the target "
+        """The record ``score.evaluation_of`` builds of the same rows (``context``: champion_version, data_version,
+        predictions_uri, dropped_missing_target)."""
+        cfg, missing = self.cfg, self.sums.missing_target
+        if missing:  # as in memory: a metric of a missing target would be NaN, blamed on the model
+            raise ValueError(f"evaluation: {missing} holdout rows have no value of the target "
                              f"{cfg.dataset.target!r}; set dataset.drop_missing_target: true (or fix the data)")
-        champion = self.overall.get("champion")
-        calibration = None
-        if cfg.dataset.task == "binary":
-            calibration = {model: sums.calibration() for model, sums in self.overall.items()}
         return Evaluation(
-            task=cfg.dataset.task, main_metric=cfg.gate.main_metric, holdout_rows=self.overall["candidate"].n,
-            candidate=self.overall["candidate"].metrics(), champion=champion.metrics() if champion else None,
-            slices=self.slices.slice_rows(), predictions=self.predictions.stats(), confidence=cfg.gate.confidence,
-            calibration=calibration, performance=dict(performance or {}),
-            baseline=derived.baseline if derived else None, derived=list(derived.lines) if derived else [], **context,
+            task=cfg.dataset.task, main_metric=cfg.gate.main_metric, confidence=cfg.gate.confidence,
+            performance=dict(performance or {}), baseline=derived.baseline if derived else None,
+            derived=list(derived.lines) if derived else [], **self.sums.fields(), **context,
         )
 
 
-def train_target(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> TargetStats:
-    """The training split's target as the derived thresholds read it, batch by batch (``target_stats.streamed``)."""
-    from mlassets.core.features.store import split_tables
+def train_target(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> np.ndarray | TargetStats:
+    """The training split's target as the derived thresholds read it: for a regression or binary task its
+    ``TargetStats``, batch by batch (``target_stats.streamed``); for a multiclass one the labels (the class shares)."""
+    from mlassets.core.features.store import split_column, split_tables
 
     target = cfg.dataset.target
+    if cfg.dataset.task == "multiclass":
+        return split_column(store, cfg, data_version, "train", target)
     return streamed(table.column(target).to_numpy(zero_copy_only=False)
                     for table in split_tables(store, cfg, data_version, "train") if target in table.column_names)
 
@@ -102,19 +140,12 @@ def stream_holdout(
     train_y: np.ndarray | TargetStats, predictions_path: str | Path | None = None,
 ) -> StreamedHoldout:
     """Score every chunk with both models and add it up; the scored rows go to ``predictions_path`` (Parquet, the
-    columns of ``score.score_holdout``) chunk by chunk. ``train_y``: the training target or its ``TargetStats``."""
-    import numpy as np
-
+    columns of ``score.score_holdout``) chunk by chunk. ``train_y``: what ``train_target`` reads (or the column)."""
     from mlassets.core.data.batches import TableWriter
     from mlassets.core.evaluate.score import latency_sample, score_holdout
 
-    task = cfg.dataset.task
-    train_y = as_stats(train_y)
-    low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # the range needs no holdout
-    constant = baseline_constant(cfg, train_y)
-    models = ["candidate", "champion"] if champion is not None else ["candidate"]
-    out = StreamedHoldout(cfg, {model: ModelSums(task) for model in models}, PredictionSums(low, high),
-                          SlicesSums(cfg, champion is not None), ModelSums(task) if constant is not None else None)
+    kind = MulticlassSums if cfg.dataset.task == "multiclass" else ValueSums
+    out = StreamedHoldout(cfg, kind(cfg, champion is not None, train_y))
     writer = TableWriter(predictions_path) if predictions_path is not None else None
     bundles = [b for b in (candidate, champion) if b is not None]
     for table in tables:
@@ -124,15 +155,7 @@ def stream_holdout(
             out.sample = latency_sample(holdout, bundles, cfg.training.seed)
         scored = score_holdout(holdout, cfg, candidate, champion)
         del holdout
-        y = scored["y"].to_numpy(dtype=np.float64)
-        out.missing_target += int(np.isnan(y).sum())
-        preds = {model: scored[model].to_numpy(dtype=np.float64) for model in models}
-        for model, pred in preds.items():
-            out.overall[model].add(y, pred)
-        out.predictions.add(preds["candidate"])
-        out.slices.add(scored, y, preds)
-        if out.baseline is not None:
-            out.baseline.add(y, np.full(y.shape, constant))
+        out.sums.add(scored)
         if writer is not None:
             writer.write(scored)
         del scored
@@ -150,10 +173,11 @@ def evaluate_streamed(
 ) -> Evaluation:
     """``stream_holdout`` then its record, with the thresholds ``derived.derive`` gives (the naive baseline from
     its accumulated metrics); ``measure(sample)`` returns the performance entry (latency, size), if given."""
-    train_y = as_stats(train_y)
+    if cfg.dataset.task != "multiclass":
+        train_y = as_stats(train_y)  # once, for the accumulators and the thresholds
     holdout = stream_holdout(tables, cfg, candidate, champion, train_y, predictions_path)
-    baseline = holdout.baseline.metrics() if holdout.baseline is not None else None
-    derived = derive(cfg, train_y, None, has_champion=champion is not None, baseline_metrics=baseline)
+    derived = derive(cfg, train_y, None, has_champion=champion is not None,
+                     baseline_metrics=holdout.sums.baseline_metrics())
     performance = measure(holdout.sample) if measure is not None else None
     return holdout.evaluation(derived, performance, **context)
 

@@ -46,12 +46,13 @@ def _median(rows: list[dict], part: str) -> float:
 
 def test_slow_input_on_one_rank_and_slow_checkpoints_draw_no_random_numbers(data, tmp_path: Path) -> None:
     clean = _torchrun(data, tmp_path / "clean")
-    slow = _torchrun(data, tmp_path / "slow", slow_input_rank=1, slow_input_ms=40, slow_checkpoint_ms=400)
+    slow = _torchrun(data, tmp_path / "slow", slow_input_rank=1, slow_input_ms=40, slow_checkpoint_ms=2000)
     assert _median(slow[1], "t_data_wait") - _median(clean[1], "t_data_wait") >= 0.030  # rank 1's input path
     assert _median(slow[0], "t_data_wait") < 0.015  # rank 0's batches arrive as before
     assert _median(slow[0], "t_sync") - _median(clean[0], "t_sync") >= 0.020  # rank 0 waits for rank 1
-    stalled = sum(r["t_checkpoint"] for r in slow[0]) - sum(r["t_checkpoint"] for r in clean[0])
-    assert stalled >= 0.1  # a save waits for the previous, slow, write (400 ms > 4 steps)
+    # a save waits for the previous, slow, write: 2 s is far more than 4 steps take on a busy machine, and a busy
+    # machine only lengthens the wait (a sum over two runs compared, before, could go either way under load)
+    assert max(r["t_checkpoint"] for r in slow[0]) >= 0.5
     weights = [json.loads((tmp_path / n / "result.json").read_text())["final_weights_sha256"]
                for n in ("clean", "slow")]
     assert weights[0] == weights[1]
