@@ -100,7 +100,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         first = next(tables, None)
         if stream.streams(cfg, features.rows.get("holdout", 0), first):  # beyond the memory budget: in chunks
             context.log.info(f"evaluation: {features.rows.get('holdout', 0)} holdout rows, scored in chunks")
-            train_y = stream.train_target(store, cfg, version)
+            train_y = stream.read_train_target(store, cfg, version)
             result = stream.evaluate_logged(itertools.chain([first], tables), cfg, bundles, dirs, train_y,
                                             score.artifact_dir(version), **record)
         else:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.metrics import get_metric, model_metrics
-from mlassets.core.evaluate.target_stats import TargetStats, as_stats
+from mlassets.core.evaluate.train_target import TrainTarget, as_stats
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +40,7 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def naive_constant(cfg: PipelineConfig, train_y: np.ndarray | TargetStats) -> tuple[float, str]:
+def naive_constant(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget) -> tuple[float, str]:
     """The constant a naive model predicts for every row, and its name (of the finite training targets)."""
     stats = as_stats(train_y)
     if cfg.dataset.task == "binary":
@@ -50,7 +50,7 @@ def naive_constant(cfg: PipelineConfig, train_y: np.ndarray | TargetStats) -> tu
     return stats.median, "the training median"
 
 
-def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray | TargetStats) -> float | None:
+def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget) -> float | None:
     """What the naive baseline predicts for every row (``naive_constant`` of the finite training targets); None for
     a multiclass task or without training rows."""
     if cfg.dataset.task == "multiclass":
@@ -59,10 +59,10 @@ def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray | TargetStats) ->
     return naive_constant(cfg, stats)[0] if stats.n else None
 
 
-def derive(cfg: PipelineConfig, train_y: np.ndarray | TargetStats, holdout_y: np.ndarray | None,
+def derive(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget, holdout_y: np.ndarray | None,
            has_champion: bool, baseline_metrics: dict[str, float] | None = None) -> Derived:
     """The values of the unset keys for this version (configured ones are kept as given). ``train_y``: the training
-    target, or (regression, binary) its ``TargetStats`` (a streamed evaluation never holds the column).
+    target, or (regression, binary) its ``TrainTarget`` (a streamed evaluation never holds the column).
     ``baseline_metrics``: the naive baseline's metrics accumulated over a streamed holdout (predicting
     ``baseline_constant``, or for a multiclass task ``naive_shares``), used instead of ``holdout_y``."""
     import numpy as np

@@ -27,7 +27,7 @@ from mlassets.core.evaluate.derived import baseline_constant, derive
 from mlassets.core.evaluate.multiclass_sums import MulticlassSums
 from mlassets.core.evaluate.record import Evaluation, _prediction_range
 from mlassets.core.evaluate.slice_sums import SlicesSums
-from mlassets.core.evaluate.target_stats import TargetStats, as_stats, streamed
+from mlassets.core.evaluate.train_target import TrainTarget, as_stats, streamed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 STREAM_ENV = "MLASSETS_EVAL_STREAM"  # "always" / "never" force the choice (tests, benchmarks); unset: by size
 STREAM_ABOVE_ROWS: int | None = None  # a holdout of more rows streams; None: more than one batch of the budget
+SCORE_ROWS = 65_536  # rows scored at once (as pandas, features and model outputs): the scoring's memory bound
 
 
 def streams(cfg: PipelineConfig, holdout_rows: int, first: pa.Table | None) -> bool:
@@ -61,7 +62,7 @@ class ValueSums:
     """A regression or binary holdout's accumulators: each model's overall metrics (``accumulate``), the candidate's
     prediction stats, the slices (``slice_sums``) and the naive baseline's metrics."""
 
-    def __init__(self, cfg: PipelineConfig, has_champion: bool, train_y: np.ndarray | TargetStats) -> None:
+    def __init__(self, cfg: PipelineConfig, has_champion: bool, train_y: np.ndarray | TrainTarget) -> None:
         task, train_y = cfg.dataset.task, as_stats(train_y)
         low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
         self.constant = baseline_constant(cfg, train_y)
@@ -123,24 +124,26 @@ class StreamedHoldout:
         )
 
 
-def train_target(store: VersionedStore, cfg: PipelineConfig, data_version: str) -> np.ndarray | TargetStats:
+def read_train_target(store: VersionedStore, cfg: PipelineConfig, data_version: str
+                      ) -> np.ndarray | TrainTarget:
     """The training split's target as the derived thresholds read it: for a regression or binary task its
-    ``TargetStats``, batch by batch (``target_stats.streamed``); for a multiclass one the labels (the class shares)."""
+    ``TrainTarget``, batch by batch (``train_target.streamed``); for a multiclass one the labels (the class shares)."""
     from mlassets.core.features.store import split_column, split_tables
 
     target = cfg.dataset.target
     if cfg.dataset.task == "multiclass":
         return split_column(store, cfg, data_version, "train", target)
     return streamed(table.column(target).to_numpy(zero_copy_only=False)
-                    for table in split_tables(store, cfg, data_version, "train") if target in table.column_names)
+                    for table in split_tables(store, cfg, data_version, "train", [target])
+                    if target in table.column_names)
 
 
 def stream_holdout(
     tables: Iterable[pa.Table], cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None,
-    train_y: np.ndarray | TargetStats, predictions_path: str | Path | None = None,
+    train_y: np.ndarray | TrainTarget, predictions_path: str | Path | None = None,
 ) -> StreamedHoldout:
     """Score every chunk with both models and add it up; the scored rows go to ``predictions_path`` (Parquet, the
-    columns of ``score.score_holdout``) chunk by chunk. ``train_y``: what ``train_target`` reads (or the column)."""
+    columns of ``score.score_holdout``) chunk by chunk. ``train_y``: what ``read_train_target`` reads, or the column."""
     from mlassets.core.data.batches import TableWriter
     from mlassets.core.evaluate.score import latency_sample, score_holdout
 
@@ -149,16 +152,17 @@ def stream_holdout(
     writer = TableWriter(predictions_path) if predictions_path is not None else None
     bundles = [b for b in (candidate, champion) if b is not None]
     for table in tables:
-        holdout = table.to_pandas()
+        for start in range(0, table.num_rows, SCORE_ROWS):  # a batch of the budget is scored a slice at a time
+            holdout = table.slice(start, SCORE_ROWS).to_pandas()
+            if out.sample is None:
+                out.sample = latency_sample(holdout, bundles, cfg.training.seed)
+            scored = score_holdout(holdout, cfg, candidate, champion)
+            del holdout
+            out.sums.add(scored)
+            if writer is not None:
+                writer.write(scored)
+            del scored
         del table
-        if out.sample is None:
-            out.sample = latency_sample(holdout, bundles, cfg.training.seed)
-        scored = score_holdout(holdout, cfg, candidate, champion)
-        del holdout
-        out.sums.add(scored)
-        if writer is not None:
-            writer.write(scored)
-        del scored
     if writer is not None:
         writer.close()
     if out.sample is None:
@@ -168,7 +172,7 @@ def stream_holdout(
 
 def evaluate_streamed(
     tables: Iterable[pa.Table], cfg: PipelineConfig, candidate: ModelBundle, champion: ModelBundle | None,
-    train_y: np.ndarray | TargetStats, predictions_path: str | Path | None = None, measure: Any = None,
+    train_y: np.ndarray | TrainTarget, predictions_path: str | Path | None = None, measure: Any = None,
     **context: Any,
 ) -> Evaluation:
     """``stream_holdout`` then its record, with the thresholds ``derived.derive`` gives (the naive baseline from
@@ -184,7 +188,7 @@ def evaluate_streamed(
 
 def evaluate_logged(
     tables: Iterable[pa.Table], cfg: PipelineConfig, bundles: dict[str, ModelBundle], dirs: dict[str, Any],
-    train_y: np.ndarray | TargetStats, artifact_path: str, **context: Any,
+    train_y: np.ndarray | TrainTarget, artifact_path: str, **context: Any,
 ) -> Evaluation:
     """The evaluation asset's streaming path: ``evaluate_streamed`` with latency and size measured as in memory
     (``score.measure_models``, on the sample) and the predictions file stored in the active MLflow run."""

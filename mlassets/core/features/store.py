@@ -144,9 +144,11 @@ def read_manifest(store: VersionedStore, cfg: PipelineConfig, data_version: str)
     return json.loads(store.read(derived_repo(cfg), BRANCH, manifest_path(data_version)))
 
 
-def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, split: str) -> Iterator[pa.Table]:
+def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, split: str,
+                 columns: list[str] | None = None) -> Iterator[pa.Table]:
     """One split of a version, in order (partitions as the manifest lists them, each cached frame's rows in
-    order), as Arrow tables of the memory budget, read from the cached frames where they lie."""
+    order), as Arrow tables of the memory budget, read from the cached frames where they lie; only ``columns`` (those
+    of them a frame has), when given: the others are never read."""
     import pyarrow as pa
 
     if split not in SPLITS:
@@ -154,15 +156,18 @@ def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, 
     manifest = read_manifest(store, cfg, data_version)
     how = manifest["split"]  # the split as written: a version is always read back the way it was split
     repo = derived_repo(cfg)
+    read = None if columns is None else [*columns, *(how["key"] if how["method"] == "hash" else [how["time_column"]])]
     for entry in manifest["partitions"]:
         wanted = entry["splits"][split]
         if not wanted:
             continue
         with object_file(store, repo, BRANCH, entry["path"]) as file:
             reader = open_parquet(file, f"{repo}@{BRANCH}:{entry['path']}")
-            for table in iter_tables(reader, cfg.dataset.memory_budget_mb, name=entry["path"]):
+            for table in iter_tables(reader, cfg.dataset.memory_budget_mb, read, name=entry["path"]):
                 if wanted != entry["rows"]:
                     table = table.filter(pa.array(assign_splits(table, how) == split))
+                if columns is not None:
+                    table = table.select([c for c in columns if c in table.column_names])
                 if table.num_rows:
                     yield table
                 del table  # before the next batch is read
@@ -189,7 +194,7 @@ def split_column(store: VersionedStore, cfg: PipelineConfig, data_version: str, 
     import numpy as np
 
     parts = [table.column(column).to_numpy(zero_copy_only=False)
-             for table in split_tables(store, cfg, data_version, split) if column in table.column_names]
+             for table in split_tables(store, cfg, data_version, split, [column]) if column in table.column_names]
     return np.concatenate(parts) if parts else np.empty(0)
 
 

@@ -5,6 +5,7 @@ loop's timers live in ``telemetry``.
 """
 
 import statistics
+from array import array
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -15,27 +16,42 @@ import pyarrow.parquet as pq
 
 PARTS = ("t_data_wait", "t_compute", "t_sync", "t_optim", "t_checkpoint")
 COLUMNS = ("attempt", "epoch", "step", "rank", *PARTS, "t_step", "samples", "gpu_util", "gpu_mem_mb")
+_INTS = {"attempt", "epoch", "step", "rank", "samples"}  # kept as float64 (exact below 2**53), written as ints
 
 
 class StepLog:
-    """The rows of one rank, written to ``<dir>/rank<r>.parquet``; rows of earlier attempts are kept."""
+    """The rows of one rank, written to ``<dir>/rank<r>.parquet``; rows of earlier attempts are kept. Held as one
+    flat buffer of float64s (``len(COLUMNS)`` a row, 104 bytes; a tuple of Python numbers was about 450): an epoch
+    of many small steps keeps little."""
 
     def __init__(self, directory: Path, rank: int, attempt: int) -> None:
         self.path = directory / f"rank{rank}.parquet"
         self.rank = rank
         self.attempt = attempt
-        self.rows: list[tuple[Any, ...]] = []
+        self._values = array("d")
         self._window_start = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-writer")
         self._pending: Future[Path] | None = None
 
     def add(self, epoch: int, step: int, parts: Sequence[float], t_step: float, samples: int,
             gpu: tuple[float, float]) -> None:
-        self.rows.append((self.attempt, epoch, step, self.rank, *parts, t_step, samples, *gpu))
+        self._values.extend((self.attempt, epoch, step, self.rank, *parts, t_step, samples, *gpu))
 
-    def window(self) -> list[tuple[Any, ...]]:
+    def __len__(self) -> int:
+        return len(self._values) // len(COLUMNS)
+
+    @property
+    def rows(self) -> list[tuple[float, ...]]:
+        return self._rows(0)
+
+    def _rows(self, start: int) -> list[tuple[float, ...]]:
+        width = len(COLUMNS)
+        values = self._values[start * width:]
+        return [tuple(values[i:i + width]) for i in range(0, len(values), width)]
+
+    def window(self) -> list[tuple[float, ...]]:
         """Rows since the previous call (for periodic aggregates)."""
-        rows, self._window_start = self.rows[self._window_start:], len(self.rows)
+        rows, self._window_start = self._rows(self._window_start), len(self)
         return rows
 
     def resume(self, last_step: int) -> None:
@@ -44,13 +60,13 @@ class StepLog:
             return
         table = pq.read_table(self.path)
         keep = [row for row in zip(*(table[c].to_pylist() for c in COLUMNS), strict=True) if row[2] <= last_step]
-        self.rows[:0] = keep
+        self._values[:0] = array("d", [float(v) for row in keep for v in row])
         self._window_start += len(keep)
 
     def flush(self, wait: bool = False) -> None:
         """Write the rows so far in the background (at each checkpoint, so that a crash keeps them); ``wait``: and
         block until they are written."""
-        rows = list(self.rows)
+        rows = array("d", self._values)
         if self._pending is not None:
             self._pending.result()
         self._pending = self._executor.submit(self._write, rows)
@@ -61,15 +77,19 @@ class StepLog:
         """Write every row now; the file of the finished run."""
         if self._pending is not None:
             self._pending.result()
-        path = self._write(self.rows)
+        path = self._write(self._values)
         self._executor.shutdown(wait=True)
         return path
 
-    def _write(self, rows: list[tuple[Any, ...]]) -> Path:
+    def _write(self, values: array) -> Path:
+        import numpy as np
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in COLUMNS]
+        matrix = np.frombuffer(values, dtype=np.float64).reshape(-1, len(COLUMNS)) if len(values) else \
+            np.empty((0, len(COLUMNS)))
         types = [pa.int32()] * 4 + [pa.float64()] * (len(PARTS) + 1) + [pa.int64(), pa.float64(), pa.float64()]
-        table = pa.table({c: pa.array(v, type=t) for c, v, t in zip(COLUMNS, columns, types, strict=True)})
+        table = pa.table({c: pa.array(matrix[:, i].astype(np.int64) if c in _INTS else matrix[:, i], type=t)
+                          for i, (c, t) in enumerate(zip(COLUMNS, types, strict=True))})
         tmp = self.path.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp)
         tmp.replace(self.path)

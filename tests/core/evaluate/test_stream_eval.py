@@ -101,7 +101,7 @@ def in_memory(data: Data, candidate, champion) -> tuple[Evaluation, pd.DataFrame
 def streamed(data: Data, candidate, champion, chunk: int, path: Path | None = None) -> Evaluation:
     whole = data.holdout()
     tables = (whole.slice(start, chunk) for start in range(0, whole.num_rows, chunk))
-    train = stream.train_target(data.store, data.cfg, data.version)  # as the asset reads it: never whole
+    train = stream.read_train_target(data.store, data.cfg, data.version)  # as the asset reads it: never whole
     return stream.evaluate_streamed(tables, data.cfg, candidate, champion, train, predictions_path=path)
 
 
@@ -246,3 +246,25 @@ def _peak_bytes(rows: int, chunk: int = 4000) -> int:
 def test_memory_does_not_grow_with_the_rows() -> None:
     small, large = _peak_bytes(40_000), _peak_bytes(160_000)
     assert large < 1.25 * small, (small, large)  # four times the rows; an in-memory holdout would be ~4x
+
+
+@pytest.mark.parametrize("which", ["flights", "late"])
+def test_a_split_read_for_some_columns_has_the_rows_of_the_whole(which, request) -> None:
+    """``split_tables(..., columns)`` reads only those columns (and what assigns the split), the same rows in order."""
+    data = request.getfixturevalue(which)
+    target = data.cfg.dataset.target
+    for split in ("train", "holdout"):
+        whole = read_split(data.store, data.cfg, data.version, split)[target].to_numpy(dtype=np.float64)
+        tables = list(split_tables(data.store, data.cfg, data.version, split, [target]))
+        assert tables and all(t.column_names == [target] for t in tables)
+        np.testing.assert_array_equal(split_column(data.store, data.cfg, data.version, split, target), whole)
+
+
+def test_a_batch_is_scored_a_slice_at_a_time(flights, monkeypatch) -> None:
+    """A batch of the budget larger than ``SCORE_ROWS`` is scored in slices: every row counted once, same record."""
+    candidate, champion = Shifted(flights.bundle(2), "carrier", "UA", 10.0), flights.bundle(1)
+    whole = streamed(flights, candidate, champion, chunk=7000)
+    monkeypatch.setattr(stream, "SCORE_ROWS", 333)
+    sliced = streamed(flights, candidate, champion, chunk=7000)
+    assert sliced.holdout_rows == whole.holdout_rows > 3 * 333
+    assert_same_record(sliced, whole)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlassets.core.evaluate import target_stats
-from mlassets.core.evaluate.target_stats import TargetStats, streamed
+from mlassets.core.evaluate import train_target
+from mlassets.core.evaluate.train_target import TrainTarget, streamed
 
 
 def _columns() -> dict[str, np.ndarray]:
@@ -28,12 +28,13 @@ def _columns() -> dict[str, np.ndarray]:
     }
 
 
-@pytest.mark.parametrize("chunk", [1, 64, 1 << 22])
+@pytest.mark.parametrize("chunk, gather", [(1, 1), (64, 100), (1 << 18, 1 << 20)])
 @pytest.mark.parametrize("name", list(_columns()))
-def test_streamed_equals_in_memory(name, chunk, monkeypatch) -> None:
-    monkeypatch.setattr(target_stats, "CHUNK", chunk)
+def test_streamed_equals_in_memory(name, chunk, gather, monkeypatch) -> None:
+    monkeypatch.setattr(train_target, "CHUNK", chunk)
+    monkeypatch.setattr(train_target, "GATHER", gather)
     y = _columns()[name]
-    want, got = TargetStats.of(y), streamed(np.array_split(y, 7))
+    want, got = TrainTarget.of(y), streamed(np.array_split(y, 7))
     finite = y[np.isfinite(y)]
     assert got.n == want.n == finite.size
     assert got.median == want.median == np.median(finite)

@@ -1,9 +1,9 @@
 """The training target as the derived thresholds read it: its finite values' count, range, mean and median.
 
-``TargetStats.of`` takes a column in memory. ``streamed`` takes it batch by batch and never holds it: the count,
+``TrainTarget.of`` takes a column in memory. ``streamed`` takes it batch by batch and never holds it: the count,
 range and sum accumulate as the batches pass, the finite values are spilled to a temporary file of raw float64s,
 and the median is selected exactly from that file, a chunk at a time, by a radix selection on the values'
-order-preserving 64-bit keys (a pass per 16 bits, until the middle rank's bucket fits a chunk: mostly two passes).
+order-preserving 64-bit keys (a pass per 16 bits, until the middle rank's bucket is small enough to sort: mostly two passes).
 So the median is the one ``np.median`` gives (the mean of the two middle values for an even count); the mean is the
 same to float rounding (summed batch by batch).
 """
@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-CHUNK = 1 << 22  # values read back from the spill file at a time (32 MiB)
+CHUNK = 1 << 18  # values read back from the spill file at a time (2 MiB; its keys and masks, a few times that)
+GATHER = 1 << 20  # a rank's bucket of at most this many values is sorted in memory (8 MiB)
 DIGIT_BITS = 16
 
 
 @dataclass(frozen=True)
-class TargetStats:
+class TrainTarget:
     """The finite training targets: how many, their range, mean and median (NaN when there are none)."""
 
     n: int
@@ -34,7 +35,7 @@ class TargetStats:
     median: float
 
     @classmethod
-    def of(cls, y: np.ndarray) -> TargetStats:
+    def of(cls, y: np.ndarray) -> TrainTarget:
         import numpy as np
 
         y = np.asarray(y, dtype=np.float64)
@@ -44,8 +45,8 @@ class TargetStats:
         return cls(int(y.size), float(y.min()), float(y.max()), float(np.mean(y)), float(np.median(y)))
 
 
-def as_stats(train_y: np.ndarray | TargetStats) -> TargetStats:
-    return train_y if isinstance(train_y, TargetStats) else TargetStats.of(train_y)
+def as_stats(train_y: np.ndarray | TrainTarget) -> TrainTarget:
+    return train_y if isinstance(train_y, TrainTarget) else TrainTarget.of(train_y)
 
 
 def _keys(values: np.ndarray) -> np.ndarray:
@@ -74,7 +75,7 @@ def _chunks(path: Path, n: int) -> Iterable[np.ndarray]:
 
 def _select(path: Path, n: int, ranks: tuple[int, ...]) -> list[float]:
     """The values of the given 0-based ranks in sorted order, from the ``n`` values of the spill file: a pass per
-    16 bits of the key narrows each rank to a bucket, until a rank's bucket fits a chunk and is sorted in memory."""
+    16 bits of the key narrows each rank to a bucket, until the bucket has at most ``GATHER`` values, then sorted."""
     import numpy as np
 
     found: list[float | None] = [None] * len(ranks)
@@ -84,8 +85,8 @@ def _select(path: Path, n: int, ranks: tuple[int, ...]) -> list[float]:
         if not open_ranks:
             break
         top = shift + DIGIT_BITS  # the bits above ``shift`` are a rank's prefix
-        counts = {i: np.zeros(1 << DIGIT_BITS, dtype=np.int64) for i in open_ranks if sizes[i] > CHUNK}
-        gathered: dict[int, list[np.ndarray]] = {i: [] for i in open_ranks if sizes[i] <= CHUNK}
+        counts = {i: np.zeros(1 << DIGIT_BITS, dtype=np.int64) for i in open_ranks if sizes[i] > GATHER}
+        gathered: dict[int, list[np.ndarray]] = {i: [] for i in open_ranks if sizes[i] <= GATHER}
         for chunk in _chunks(path, n):
             keys = _keys(chunk)
             high = keys >> np.uint64(top) if top < 64 else np.zeros_like(keys)
@@ -105,8 +106,8 @@ def _select(path: Path, n: int, ranks: tuple[int, ...]) -> list[float]:
     return [value if value is not None else _value(prefixes[i]) for i, value in enumerate(found)]
 
 
-def streamed(batches: Iterable[np.ndarray], spill_dir: str | Path | None = None) -> TargetStats:
-    """``TargetStats`` of the finite values of every batch, holding one batch (and a chunk of the spill) at a time."""
+def streamed(batches: Iterable[np.ndarray], spill_dir: str | Path | None = None) -> TrainTarget:
+    """``TrainTarget`` of the finite values of every batch, holding one batch (and a chunk of the spill) at a time."""
     import numpy as np
 
     n, low, high, total = 0, np.inf, -np.inf, 0.0
@@ -121,7 +122,7 @@ def streamed(batches: Iterable[np.ndarray], spill_dir: str | Path | None = None)
                     total += float(np.sum(y))
                     y.tofile(fh)
         if not n:
-            return TargetStats.of(np.empty(0))
+            return TrainTarget.of(np.empty(0))
         middle = _select(path, n, (n // 2,) if n % 2 else (n // 2 - 1, n // 2))
     median = middle[0] if len(middle) == 1 else float(np.mean(middle))
-    return TargetStats(n, low, high, total / n, median)
+    return TrainTarget(n, low, high, total / n, median)
