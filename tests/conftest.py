@@ -14,13 +14,27 @@ warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 
 
 # Fixtures built once per session (a demo home, a PostgreSQL server, one MLflow store): under pytest-xdist every
-# test that uses one runs in the same worker (``--dist loadgroup``), so each is built once, not once per worker.
+# test that uses one runs in the same worker (``--dist loadgroup``), so each is built once, not once per worker; so do
+# the tests of a module with a module-scoped fixture of its own (``_module_fixture``).
 SHARED_FIXTURES = {"_demo_stack": "demo", "postgres": "postgres", "reg": "registry", "recorded": "dashboard"}
+
+
+def _module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture of its own module (built once per worker that runs the module's
+    tests: the module's tests stay in one worker, so it is built once)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for name in info.names_closure if info is not None else ():
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope == "module" and defs[-1].func.__module__ == item.module.__name__:
+            return True
+    return False
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         groups = [group for fixture, group in SHARED_FIXTURES.items() if fixture in item.fixturenames]
+        if not groups and _module_fixture(item):
+            groups = [f"module:{item.module.__name__}"]
         if groups:
             item.add_marker(pytest.mark.xdist_group(groups[0]))
     if torch.cuda.is_available():

@@ -4,7 +4,6 @@ Torch-free, so that every model family (the boosted trees too) writes the same r
 loop's timers live in ``telemetry``.
 """
 
-import statistics
 from array import array
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -98,17 +97,25 @@ class StepLog:
 
 def aggregate(rows: Sequence[Sequence[Any]]) -> dict[str, float]:
     """Median step, throughput and the share of each part over ``rows`` (any ranks, any steps)."""
+    import numpy as np
+
     if not rows:
         return {}
-    idx = {c: i for i, c in enumerate(COLUMNS)}
-    col = {c: [float(r[idx[c]]) for r in rows] for c in (*PARTS, "t_step", "samples")}
-    total = sum(col["t_step"])
-    ranks = len({r[idx["rank"]] for r in rows})
-    out = {"median_step_ms": 1000 * statistics.median(col["t_step"]),
-           "samples_per_s": sum(col["samples"]) / (total / ranks) if total > 0 else float("nan")}
+    matrix = np.asarray(rows, dtype=np.float64)
+    return _aggregate({c: matrix[:, i] for i, c in enumerate(COLUMNS)})
+
+
+def _aggregate(col: dict[str, Any]) -> dict[str, float]:
+    """``aggregate`` of the rows given as columns (float64 arrays)."""
+    import numpy as np
+
+    total = float(np.sum(col["t_step"]))
+    ranks = len(np.unique(col["rank"]))
+    out = {"median_step_ms": 1000 * float(np.median(col["t_step"])),
+           "samples_per_s": float(np.sum(col["samples"])) / (total / ranks) if total > 0 else float("nan")}
     for part in PARTS:
-        out[f"share_{part[2:]}"] = sum(col[part]) / total if total > 0 else float("nan")
-        out[f"median_{part[2:]}_ms"] = 1000 * statistics.median(col[part])
+        out[f"share_{part[2:]}"] = float(np.sum(col[part])) / total if total > 0 else float("nan")
+        out[f"median_{part[2:]}_ms"] = 1000 * float(np.median(col[part]))
     out["share_covered"] = sum(out[f"share_{p[2:]}"] for p in PARTS)
     return out
 
@@ -123,15 +130,19 @@ def read_rows(directory: Path) -> list[tuple[Any, ...]]:
 
 
 def summary(directory: Path) -> dict[str, float]:
-    """The run's telemetry summary for the asset's metadata: medians, part shares, the slowest rank."""
-    rows = read_rows(directory)
-    if not rows:
+    """The run's telemetry summary for the asset's metadata: medians, part shares, the slowest rank (read as columns:
+    a long run's rows never become Python objects)."""
+    import numpy as np
+
+    tables = [pq.read_table(path, columns=list(COLUMNS)) for path in sorted(directory.glob("rank*.parquet"))]
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
         return {}
-    by_rank: dict[int, list[float]] = {}
-    for row in rows:
-        by_rank.setdefault(int(row[3]), []).append(float(row[COLUMNS.index("t_step")]))
-    out = {k: round(v, 4) for k, v in aggregate(rows).items()}
-    out["slowest_rank_median_step_ms"] = round(1000 * max(statistics.median(v) for v in by_rank.values()), 4)
-    out["ranks"] = len(by_rank)
-    out["steps"] = max(len(v) for v in by_rank.values())
+    col = {c: np.concatenate([t[c].to_numpy().astype(np.float64) for t in tables]) for c in COLUMNS}
+    out = {k: round(v, 4) for k, v in _aggregate(col).items()}
+    ranks = np.unique(col["rank"])
+    out["slowest_rank_median_step_ms"] = round(1000 * max(float(np.median(col["t_step"][col["rank"] == r]))
+                                                          for r in ranks), 4)
+    out["ranks"] = len(ranks)
+    out["steps"] = max(int(np.sum(col["rank"] == r)) for r in ranks)
     return out
