@@ -135,21 +135,28 @@ def demo_overhead() -> Result:
 
 
 @benchmark("commit_to_champion", goal=f"(commit -> champion with the daemon - compute - the {INTERVAL_S} s sensor "
-                                      "interval) / Dagster's launch of a trivial job", better="lower", target=1.5)
+                                      "interval) / Dagster's sensor and launch of a trivial job", better="lower",
+           target=1.5)
 def commit_to_champion() -> Result:
+    """The anchor is the same path for a trivial job on a bare daemon: its sensor noticing a trigger (Dagster's
+    sensor loop takes seconds, whatever the interval) and its run's launch; the detail also gives the launch alone
+    against ours (queue, launch and the run's own bookkeeping), the part that is mlassets' own."""
     import statistics
 
     from bench import automation, launch_anchor
 
-    anchors = launch_anchor.measure(INTERVAL_S)
-    anchor = statistics.median(anchors)
+    measured = launch_anchor.measure(INTERVAL_S)
+    sensed, launched = (statistics.median(m[i] for m in measured) for i in (0, 1))
+    anchor = sensed + launched
     m = automation.measure()
     orchestration = m["total"] - m["compute"]
+    ours = m["queue"] + m["launch"] + m["in_run"]
     champion = f"champion after {m['promoted']:.1f} s" if m["promoted"] else "rejected: no new champion"
     detail = (f"orchestration {orchestration:.1f} s: commit -> pipeline run done {m['total']:.1f} s ({champion}), "
-              f"of which its steps computed {m['compute']:.1f} s; sensor interval {INTERVAL_S} s. The rest: "
-              f"sensor {m['sensor']:.1f} s, queue {m['queue']:.1f} s, run launch {m['launch']:.1f} s, inside the run "
-              f"{m['in_run']:.1f} s. Anchor: a trivial job's run on a bare dagster-daemon, creation -> success minus "
-              f"compute, median {anchor:.2f} s of [{', '.join(f'{a:.2f}' for a in anchors)}]; goal: orchestration "
-              f"<= {1.5 * anchor + INTERVAL_S:.1f} s")
+              f"of which its steps computed {m['compute']:.1f} s; sensor interval {INTERVAL_S} s. The rest: sensor "
+              f"{m['sensor']:.1f} s, queue {m['queue']:.1f} s, run launch {m['launch']:.1f} s, inside the run "
+              f"{m['in_run']:.1f} s. Anchor {anchor:.2f} s, a trivial job on a bare dagster-daemon (medians of "
+              f"{len(measured)}): sensor {sensed:.2f} s, creation -> success minus compute {launched:.2f} s; goal: "
+              f"orchestration <= {1.5 * anchor + INTERVAL_S:.1f} s. Launch alone: ours {ours:.1f} s = "
+              f"{ours / launched:.1f}x the trivial job's")
     return Result(value=(orchestration - INTERVAL_S) / anchor, unit="x", detail=detail)
