@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.metrics import get_metric, model_metrics
-from mlassets.core.evaluate.train_target import TrainTarget, as_stats
+from mlassets.core.evaluate.train_target import TrainTarget, as_train_target
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,7 +42,7 @@ def _fmt(x: float) -> str:
 
 def naive_constant(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget) -> tuple[float, str]:
     """The constant a naive model predicts for every row, and its name (of the finite training targets)."""
-    stats = as_stats(train_y)
+    stats = as_train_target(train_y)
     if cfg.dataset.task == "binary":
         return stats.mean, "the training base rate"
     if cfg.gate.main_metric == "rmse":
@@ -55,7 +55,7 @@ def baseline_constant(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget) ->
     a multiclass task or without training rows."""
     if cfg.dataset.task == "multiclass":
         return None
-    stats = as_stats(train_y)
+    stats = as_train_target(train_y)
     return naive_constant(cfg, stats)[0] if stats.n else None
 
 
@@ -70,7 +70,7 @@ def derive(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget, holdout_y: np
     gate, lines = cfg.gate, []
     if cfg.dataset.task == "multiclass":
         return _derive_multiclass(cfg, train_y, holdout_y, has_champion, baseline_metrics)
-    stats = as_stats(train_y)
+    stats = as_train_target(train_y)
     low, high = gate.prediction_min, gate.prediction_max
     if low is None or high is None:
         if cfg.dataset.task == "binary":

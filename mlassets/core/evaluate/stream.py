@@ -27,7 +27,7 @@ from mlassets.core.evaluate.derived import baseline_constant, derive
 from mlassets.core.evaluate.multiclass_sums import MulticlassSums
 from mlassets.core.evaluate.record import Evaluation, _prediction_range
 from mlassets.core.evaluate.slice_sums import SlicesSums
-from mlassets.core.evaluate.train_target import TrainTarget, as_stats, streamed
+from mlassets.core.evaluate.train_target import TrainTarget, as_train_target, streamed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,7 +63,7 @@ class ValueSums:
     prediction stats, the slices (``slice_sums``) and the naive baseline's metrics."""
 
     def __init__(self, cfg: PipelineConfig, has_champion: bool, train_y: np.ndarray | TrainTarget) -> None:
-        task, train_y = cfg.dataset.task, as_stats(train_y)
+        task, train_y = cfg.dataset.task, as_train_target(train_y)
         low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
         self.constant = baseline_constant(cfg, train_y)
         self.overall = {model: ModelSums(task) for model in (["candidate", "champion"] if has_champion
@@ -178,7 +178,7 @@ def evaluate_streamed(
     """``stream_holdout`` then its record, with the thresholds ``derived.derive`` gives (the naive baseline from
     its accumulated metrics); ``measure(sample)`` returns the performance entry (latency, size), if given."""
     if cfg.dataset.task != "multiclass":
-        train_y = as_stats(train_y)  # once, for the accumulators and the thresholds
+        train_y = as_train_target(train_y)  # once, for the accumulators and the thresholds
     holdout = stream_holdout(tables, cfg, candidate, champion, train_y, predictions_path)
     derived = derive(cfg, train_y, None, has_champion=champion is not None,
                      baseline_metrics=holdout.sums.baseline_metrics())

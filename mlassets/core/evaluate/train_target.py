@@ -3,9 +3,9 @@
 ``TrainTarget.of`` takes a column in memory. ``streamed`` takes it batch by batch and never holds it: the count,
 range and sum accumulate as the batches pass, the finite values are spilled to a temporary file of raw float64s,
 and the median is selected exactly from that file, a chunk at a time, by a radix selection on the values'
-order-preserving 64-bit keys (a pass per 16 bits, until the middle rank's bucket is small enough to sort: mostly two passes).
-So the median is the one ``np.median`` gives (the mean of the two middle values for an even count); the mean is the
-same to float rounding (summed batch by batch).
+order-preserving 64-bit keys (a pass per 16 bits until the middle rank's bucket is small enough to sort: mostly two
+passes). So the median is the one ``np.median`` gives (the mean of the two middle values for an even count); the
+mean is the same to float rounding (summed batch by batch).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class TrainTarget:
         return cls(int(y.size), float(y.min()), float(y.max()), float(np.mean(y)), float(np.median(y)))
 
 
-def as_stats(train_y: np.ndarray | TrainTarget) -> TrainTarget:
+def as_train_target(train_y: np.ndarray | TrainTarget) -> TrainTarget:
     return train_y if isinstance(train_y, TrainTarget) else TrainTarget.of(train_y)
 
 
