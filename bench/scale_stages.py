@@ -121,15 +121,16 @@ def train(work: Path) -> dict[str, Any]:
 def evaluate(work: Path) -> dict[str, Any]:
     """The trained model on the version's holdout, streamed (chunks of the memory budget, accumulated metrics,
     slices with their bootstrap intervals, the scored rows written to a file), as a first model is evaluated."""
-    from mlassets.core.evaluate.stream import evaluate_streamed, read_train_target
+    from mlassets.core.evaluate.stream import READ_BUDGET_MB, evaluate_streamed, read_train_target
     from mlassets.core.features.store import split_tables
     from mlassets.core.train.artifact import load_bundle
 
     cfg, store = _open(work)
     head = _head(store, cfg)
     bundle = load_bundle(work / "training" / "model")
-    evaluation = evaluate_streamed(split_tables(store, cfg, head, "holdout"), cfg, bundle, None,
-                                   read_train_target(store, cfg, head), work / "predictions.parquet", data_version=head)
+    holdout = split_tables(store, cfg, head, "holdout", budget_mb=READ_BUDGET_MB)  # as the evaluation asset reads it
+    evaluation = evaluate_streamed(holdout, cfg, bundle, None, read_train_target(store, cfg, head),
+                                   work / "predictions.parquet", data_version=head)
     return {"rows": evaluation.holdout_rows, "metric": evaluation.candidate[cfg.gate.main_metric]}
 
 

@@ -96,7 +96,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         record = {"champion_version": live, "data_version": version,
                   "dropped_missing_target": features.dropped_missing_target}
-        tables = split_tables(store, cfg, version, "holdout")
+        tables = split_tables(store, cfg, version, "holdout", budget_mb=stream.READ_BUDGET_MB)
         first = next(tables, None)
         if stream.streams(cfg, features.rows.get("holdout", 0), first):  # beyond the memory budget: in chunks
             context.log.info(f"evaluation: {features.rows.get('holdout', 0)} holdout rows, scored in chunks")

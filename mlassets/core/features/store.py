@@ -145,10 +145,10 @@ def read_manifest(store: VersionedStore, cfg: PipelineConfig, data_version: str)
 
 
 def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, split: str,
-                 columns: list[str] | None = None) -> Iterator[pa.Table]:
+                 columns: list[str] | None = None, budget_mb: int | None = None) -> Iterator[pa.Table]:
     """One split of a version, in order (partitions as the manifest lists them, each cached frame's rows in
-    order), as Arrow tables of the memory budget, read from the cached frames where they lie; only ``columns`` (those
-    of them a frame has), when given: the others are never read."""
+    order), as Arrow tables of the memory budget (``budget_mb``, at most the dataset's), read from the cached frames
+    where they lie; only ``columns`` (those of them a frame has), when given: the others are never read."""
     import pyarrow as pa
 
     if split not in SPLITS:
@@ -163,7 +163,8 @@ def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, 
             continue
         with object_file(store, repo, BRANCH, entry["path"]) as file:
             reader = open_parquet(file, f"{repo}@{BRANCH}:{entry['path']}")
-            for table in iter_tables(reader, cfg.dataset.memory_budget_mb, read, name=entry["path"]):
+            budget = min(budget_mb or cfg.dataset.memory_budget_mb, cfg.dataset.memory_budget_mb)
+            for table in iter_tables(reader, budget, read, name=entry["path"]):
                 if wanted != entry["rows"]:
                     table = table.filter(pa.array(assign_splits(table, how) == split))
                 if columns is not None:

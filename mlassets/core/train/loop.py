@@ -10,7 +10,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from mlassets.core.config import PipelineConfig
@@ -22,7 +21,7 @@ from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.loader import TabularData, build_loader
 from mlassets.core.train.metrics import MetricsSink
-from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_metric
+from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_losses
 from mlassets.core.train.profiling import start_profiler
 from mlassets.core.train.state import Progress, capture, load_model_weights, restore, resume_key
 from mlassets.core.train.stream import StreamData
@@ -230,13 +229,14 @@ class Trainer:
         model = self.model if self.tr.sharding == "fsdp" and self.env.distributed else self.module
         data, device = self.data, self.env.device
         model.eval()
-        preds, targets = [], []
+        total, rows = 0.0, 0  # the metric is a mean of row terms: summed chunk by chunk, no chunk kept
         with torch.no_grad(), self.autocast():
             for x_cat, x_num, y in data.validation_chunks(EVAL_BATCH):
-                preds.append(model(x_cat.to(device), x_num.to(device)).double().cpu().numpy())
-                targets.append(y)
+                out = model(x_cat.to(device), x_num.to(device)).double().cpu().numpy()
+                total += float(validation_losses(self.task, out, y, data.center, data.scale).sum())
+                rows += len(y)
         model.train()
-        return validation_metric(self.task, np.concatenate(preds), np.concatenate(targets), data.center, data.scale)
+        return total / rows if rows else float("nan")
 
     def finish(self) -> dict[str, Any]:
         """Final and best weights (rank 0 gets CPU tensors), checkpoint list, telemetry files."""

@@ -31,10 +31,15 @@ def resolve_loss(task: str, loss: str) -> str:
 def validation_metric(task: str, out: np.ndarray, y: np.ndarray, center: float, scale: float) -> float:
     """Lower is better, float64. Regression: MAE in target units (``out`` standardized); binary: log loss from the
     logits; multiclass: log loss from the logits [n, k] and class indices."""
+    return float(np.mean(validation_losses(task, out, y, center, scale)))
+
+
+def validation_losses(task: str, out: np.ndarray, y: np.ndarray, center: float, scale: float) -> np.ndarray:
+    """Each row's term of ``validation_metric`` (float64): a split scored in chunks sums these, holding no rows."""
     if task == "binary":  # log(1 + e^z) - y z: exact for any logit z, no clipping
-        return float(np.mean(np.logaddexp(0.0, out) - y * out))
+        return np.logaddexp(0.0, out) - y * out
     if task == "multiclass":  # logsumexp(z) - z_y
         top = out.max(axis=1, keepdims=True)
         lse = top[:, 0] + np.log(np.exp(out - top).sum(axis=1))
-        return float(np.mean(lse - out[np.arange(len(y)), y.astype(np.int64)]))
-    return float(np.mean(np.abs(out * scale + center - y)))
+        return lse - out[np.arange(len(y)), y.astype(np.int64)]
+    return np.abs(out * scale + center - y)

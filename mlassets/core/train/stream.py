@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mlassets.core.config import PipelineConfig
@@ -106,7 +107,12 @@ def frames(path: str, columns: list[str], rows: int, row_groups: list[int] | Non
 
 def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None) -> StreamData:
     """One pass over the training split (and a count of the validation one): the preprocessing, fitted as
-    ``Preprocessor.fit`` does but from sums and sets, and the target's scaling."""
+    ``Preprocessor.fit`` does but from sums and sets, and the target's scaling.
+
+    From here on Arrow allocates from the system allocator: the loader decodes row groups in its reader thread and
+    the loop frees them in its own, and Arrow's default pool (mimalloc) kept what such frees gave back (one epoch's
+    peak grew 0.1 GiB from 5M to 20M rows with it, not at all with the system allocator)."""
+    pa.set_memory_pool(pa.system_memory_pool())
     feats, target, task = cfg.features, cfg.dataset.target, cfg.dataset.task
     vocab: dict[str, set[str]] = {c: set() for c in feats.categorical}
     sums = {c: np.zeros(3) for c in feats.numeric}  # count, sum, sum of squares of the finite values
@@ -154,7 +160,7 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
     if task == "multiclass" and len(data.classes) < 2:
         raise ValueError(f"dataset.target {target!r} of a multiclass task has {len(data.classes)} class in the "
                          "training split; it needs at least 2")
-    data.n_val = len(data.target_values(validation_path, loss=False))
+    data.n_val = sum(len(data.targets(frame, loss=False)[1]) for frame in frames(validation_path, [target], 65536))
     if not data.n_val:
         raise ValueError(f"validation data is empty: no rows with a {target!r} value")
     return data
