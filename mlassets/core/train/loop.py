@@ -27,7 +27,7 @@ from mlassets.core.train.state import Progress, capture, load_model_weights, res
 from mlassets.core.train.stream import StreamData
 from mlassets.core.train.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
 
-EVAL_BATCH = 65536
+EVAL_BATCH = 16_384  # validation rows per forward pass: their activations are the transient peak of an epoch's end
 
 
 def schedule(kind: str, total_steps: int) -> Callable[[int], float]:
