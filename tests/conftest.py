@@ -30,18 +30,7 @@ def _module_fixture(item: pytest.Item) -> bool:
     return False
 
 
-def _weight(item: pytest.Item) -> int:
-    """Which tests start first: those that declare a long timeout (the soak, the daemon kill loops), then the other
-    end-to-end ones, then the rest. Two workers finish together when the long tests do not come last: in collection
-    order the 7-minute soak started near the end and one worker ran alone for two minutes."""
-    timeout = item.get_closest_marker("timeout")
-    if timeout is not None and timeout.args and timeout.args[0] >= 600:
-        return 0
-    return 1 if item.get_closest_marker("e2e") is not None else 2
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=_weight)  # stable: collection order within each weight
     for item in items:
         groups = [group for fixture, group in SHARED_FIXTURES.items() if fixture in item.fixturenames]
         if not groups and _module_fixture(item):
