@@ -136,8 +136,11 @@ def test_a_model_logged_through_the_server_lands_in_s3_and_loads_back_by_alias(s
     assert mlflow.get_run(run.info.run_id).info.artifact_uri.startswith("mlflow-artifacts:/")
 
 
-def test_doctor_finds_the_server_its_registry_and_its_artifact_store(client_env) -> None:
-    reports = {r.service: r for r in cli_doctor.run_checks()}
+def test_doctor_finds_the_server_its_registry_and_its_artifact_store(client_env, monkeypatch) -> None:
+    # what is found, not how fast: the doctor's 3-s call timeout was missed once on a loaded 2-core CI run (the
+    # server listing its S3 store); that a call past the deadline is reported unreachable is test_settings' test
+    monkeypatch.setattr(cli_doctor, "TIMEOUT_S", 30.0)
+    reports = {r.service: r for r in cli_doctor.run_checks(deadline_s=120.0)}
     for service in ("MLflow tracking", "MLflow registry", "artifact store"):
         assert reports[service].status == cli_doctor.OK, reports[service]
     assert reports["MLflow tracking"].version == f"MLflow server {mlflow.__version__}"

@@ -42,7 +42,7 @@ STREAM_ABOVE_ROWS: int | None = None  # a holdout of more rows streams; None: mo
 SCORE_ROWS = 65_536  # rows scored at once (as pandas, features and model outputs): the scoring's memory bound
 # what a streamed evaluation reads at once (the holdout, the training target), in MiB, at most the dataset's budget:
 # rows are scored SCORE_ROWS at a time and the target only summed, so bigger batches add nothing but their working
-# copies (measured at 20M rows, budget 1024: the stage's peak 0.66 GiB with batches of the dataset's budget, 0.48 here)
+# copies (measured at 20M rows, budget 1024: the stage's peak 0.66 GiB with batches of the dataset's budget, 0.49 here)
 READ_BUDGET_MB = 64
 
 

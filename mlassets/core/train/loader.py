@@ -21,7 +21,7 @@ from mlassets.core.train.family import FeatureSpec
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.splits import Splits, read_splits
-from mlassets.core.train.stream import StreamBatches, StreamData, scan
+from mlassets.core.train.stream import StreamBatches, StreamData, bound_allocators, scan
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -133,7 +133,9 @@ def build_loader(data: TabularData | StreamData, faults: Faults, global_batch: i
 
 def load_training_data(cfg: PipelineConfig, train_path: str, validation_path: str,
                        reporter: Reporter | None) -> TabularData | StreamData:
-    """The splits as ``training.loader`` says: in memory (tensors), or streamed from their row groups."""
+    """The splits as ``training.loader`` says: in memory (tensors), or streamed from their row groups (with the
+    process's allocators bounded first: ``stream.bound_allocators``)."""
     if cfg.training.loader == "stream":
+        bound_allocators()
         return scan(cfg, train_path, validation_path, reporter)
     return load_data(cfg, train_path, validation_path, reporter)
