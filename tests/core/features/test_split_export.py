@@ -3,9 +3,11 @@ whole version in memory, whatever the batch size; exported splits are Parquet in
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -64,3 +66,21 @@ def test_the_export_is_the_same_file_whatever_the_batches(tmp_path: Path, monkey
     a, b = pq.ParquetFile(whole).metadata, pq.ParquetFile(batched).metadata
     assert [a.row_group(i).num_rows for i in range(a.num_row_groups)] == [
         b.row_group(i).num_rows for i in range(b.num_row_groups)]  # row groups follow the rows, not the batches
+
+
+def test_a_read_budget_makes_smaller_batches_of_the_same_rows(monkeypatch, cfg, version) -> None:
+    """``split_tables(..., budget_mb=)``, as the streamed evaluation reads: batches of that budget, never larger than
+    the dataset's, the rows and their order unchanged."""
+    store, head = version
+    write_features(store, cfg, head)
+    monkeypatch.setattr(budget, "MIN_ROWS", 16)  # a 1 MiB budget's batches are small, not the 4,096-row floor
+    tight = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, memory_budget_mb=1))
+
+    def read(config: PipelineConfig, budget_mb: int | None) -> list[pa.Table]:
+        return list(feature_store.split_tables(store, config, head, "holdout", budget_mb=budget_mb))
+
+    whole, small = read(cfg, None), read(tight, None)
+    assert max(t.num_rows for t in small) < max(t.num_rows for t in whole)
+    assert pa.concat_tables(small).equals(pa.concat_tables(whole))
+    for asked in (read(cfg, 1), read(tight, 64)):  # the budget asked for; never more than the dataset's
+        assert [t.num_rows for t in asked] == [t.num_rows for t in small]

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mlassets.core.config import CONFIG_DIR, parse_config
+from mlassets.core.train import loop
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.process import read_result, run_training
@@ -75,6 +76,18 @@ def test_training_beats_median_baseline(data: tuple[Path, Path], trained: tuple[
     pred = bundle.predict(val)
     assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result.val_metric, rel=1e-6)
     assert bundle.meta["data_version"] == "v-test"
+
+
+def test_validation_in_chunks_is_the_whole_splits_metric(data: tuple[Path, Path], tmp_path: Path, monkeypatch) -> None:
+    """The streaming loader's run validated 37 rows a forward pass: the metric is the bundle's MAE over every row."""
+    monkeypatch.setattr(loop, "EVAL_BATCH", 37)
+    config = _config()
+    config["training"].update(loader="stream", epochs=1)
+    result = run_training(_job(data, tmp_path / "run", config), PrintReporter())
+    val = pd.read_parquet(data[1])
+    pred = load_bundle(tmp_path / "run" / "model").predict(val)
+    assert result.n_val == len(val) == 1000
+    assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result.val_metric, rel=1e-6)
 
 
 def test_two_runs_give_identical_weights(data: tuple[Path, Path], trained: tuple[TrainJob, TrainingResult],
