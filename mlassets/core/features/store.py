@@ -156,6 +156,7 @@ def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, 
     manifest = read_manifest(store, cfg, data_version)
     how = manifest["split"]  # the split as written: a version is always read back the way it was split
     repo = derived_repo(cfg)
+    budget = min(budget_mb or cfg.dataset.memory_budget_mb, cfg.dataset.memory_budget_mb)
     read = None if columns is None else [*columns, *(how["key"] if how["method"] == "hash" else [how["time_column"]])]
     for entry in manifest["partitions"]:
         wanted = entry["splits"][split]
@@ -163,7 +164,6 @@ def split_tables(store: VersionedStore, cfg: PipelineConfig, data_version: str, 
             continue
         with object_file(store, repo, BRANCH, entry["path"]) as file:
             reader = open_parquet(file, f"{repo}@{BRANCH}:{entry['path']}")
-            budget = min(budget_mb or cfg.dataset.memory_budget_mb, cfg.dataset.memory_budget_mb)
             for table in iter_tables(reader, budget, read, name=entry["path"]):
                 if wanted != entry["rows"]:
                     table = table.filter(pa.array(assign_splits(table, how) == split))

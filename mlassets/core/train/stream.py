@@ -97,9 +97,14 @@ class StreamData:
             x_cat, x_num, y = self.arrays(frame, loss=False)
             yield torch.from_numpy(x_cat), torch.from_numpy(x_num), y
 
-    def target_values(self, path: str, loss: bool, rows: int = 65536) -> np.ndarray:
-        """A split's targets as ``arrays`` gives them, read from its target column alone."""
-        parts = [self.targets(frame, loss)[1] for frame in frames(path, [self.cfg.dataset.target], rows)]
+    def target_parts(self, path: str, loss: bool, rows: int = 65536) -> Iterator[np.ndarray]:
+        """A split's targets as ``arrays`` gives them, read from its target column alone, ``rows`` at a time."""
+        for frame in frames(path, [self.cfg.dataset.target], rows):
+            yield self.targets(frame, loss)[1]
+
+    def target_values(self, path: str, loss: bool) -> np.ndarray:
+        """``target_parts`` as one array."""
+        parts = list(self.target_parts(path, loss))
         return np.concatenate(parts) if parts else np.empty(0)
 
 
@@ -173,7 +178,7 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
     if task == "multiclass" and len(data.classes) < 2:
         raise ValueError(f"dataset.target {target!r} of a multiclass task has {len(data.classes)} class in the "
                          "training split; it needs at least 2")
-    data.n_val = sum(len(data.targets(frame, loss=False)[1]) for frame in frames(validation_path, [target], 65536))
+    data.n_val = sum(len(part) for part in data.target_parts(validation_path, loss=False))  # counted, not kept
     if not data.n_val:
         raise ValueError(f"validation data is empty: no rows with a {target!r} value")
     return data
