@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test ui bench lint lock clean chromium postgres
+.PHONY: demo test test-fast ui bench lint lock clean chromium postgres
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "mlassets needs Python 3.11 (set PYTHON=python3.11)")'
@@ -22,6 +22,10 @@ JOBS ?= 2
 test: $(STAMP) chromium postgres  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --durations=25 $(ARGS)
+
+test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, then every test not marked e2e (CI runs `make test`)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --durations=10 -m "not e2e" $(ARGS)
 
 chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as root) only when missing
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
