@@ -17,15 +17,16 @@ demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 	$(BIN)/mlassets demo $(ARGS)
 
 # pytest-xdist workers; tests that share a session fixture stay in one worker (tests/conftest.py)
-JOBS ?= 2
+JOBS   ?= 2
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadgroup
 
 test: $(STAMP) chromium postgres  ## lint, then the whole test suite
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --durations=25 $(ARGS)
+	$(PYTEST) --durations=25 $(ARGS)
 
 test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, then every test not marked e2e (CI runs `make test`)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --durations=10 -m "not e2e" $(ARGS)
+	$(PYTEST) --durations=10 -m "not e2e" $(ARGS)
 
 chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as root) only when missing
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
