@@ -31,12 +31,12 @@ def measure() -> dict[str, float]:
     import dagster as dg
     import yaml
 
-    from mlassets import daemon
+    from mlassets.cli import daemon
     from mlassets.core.config import CONFIGS_ENV, load_config
     from mlassets.core.registry.promote import live_version
     from mlassets.examples.sales import write_example
-    from mlassets.instance import get_instance
-    from mlassets.runs import ingest
+    from mlassets.host.instance import get_instance
+    from mlassets.host.runs import ingest
 
     work = Path(tempfile.mkdtemp(prefix="bench-automation-"))
     config = write_example(work / "sales", months=2)

@@ -20,7 +20,7 @@ SAMPLE_FRACTION = 0.1
 FLOOR_ASSETS = 7
 FLOOR_REPEATS = 3
 _ENDS = ("STEP_SUCCESS", "STEP_FAILURE")
-QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # as mlassets.demo runs
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # as mlassets.cli.demo runs
 
 
 def step_compute_seconds(instance: dg.DagsterInstance, run_id: str) -> float:
@@ -76,10 +76,10 @@ def floor_overheads(n: int = FLOOR_ASSETS, repeats: int = FLOOR_REPEATS) -> list
 
 def pipeline_runs(months: int = PIPELINE_MONTHS) -> list[tuple[float, float, bool]]:
     """(wall, compute, success) of the flights pipeline for ``months`` data versions (embedded sqlite)."""
+    from mlassets.cli.demo import play
     from mlassets.core.config import load_config, shipped_configs
-    from mlassets.demo import play
-    from mlassets.instance import get_instance
-    from mlassets.runs import ingest
+    from mlassets.host.instance import get_instance
+    from mlassets.host.runs import ingest
 
     cfg = load_config(shipped_configs()["flights"])
     cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=SAMPLE_FRACTION))

@@ -79,9 +79,9 @@ def demo_home() -> str:
 def _demo(home: str) -> dict[str, float]:
     """Play three months (a fifth of each) in this process; its wall time and the steps' compute."""
     from bench.orchestration import step_compute_seconds
+    from mlassets.cli.demo import run_demo
     from mlassets.core.config import load_config, shipped_configs
-    from mlassets.demo import run_demo
-    from mlassets.instance import get_instance
+    from mlassets.host.instance import get_instance
 
     saved = os.environ.get("MLASSETS_HOME")
     os.environ["MLASSETS_HOME"] = home

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mlassets import settings
+from mlassets.core import settings
 
 
 def home() -> Path:

@@ -9,7 +9,7 @@ Read in this order:
 3. ``http://127.0.0.1:3000`` (Dagster), ``:5000`` (MLflow), ``:8501`` (the dashboard).
 
 ``ui.json`` also remembers the addresses it held before (``previous``): links recorded then still point there, so
-``mlassets ui`` answers on those that are free with a redirect to where the UI is now (``mlassets.links``).
+``mlassets ui`` answers on those that are free with a redirect to where the UI is now (``mlassets.host.links``).
 """
 
 from __future__ import annotations

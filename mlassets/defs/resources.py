@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from mlassets import settings
+from mlassets.core import settings
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlassets.core import ui_urls
-from mlassets.links import start_redirects
+from mlassets.host.links import start_redirects
 
 
 def test_defaults_then_the_file_mlassets_ui_writes_then_the_environment(home: str, monkeypatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from mlassets.ui import servers
+from mlassets.cli.ui import servers
 
 
 def commands(host: str, port: int, mlflow_port: int) -> list[list[str]]:

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 import dagster as dg
 import pytest
 
+from mlassets.cli.demo import VersionRow
+from mlassets.cli.demo import play as run_pipeline
 from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig
 from mlassets.core.registry import versions as registry
 from mlassets.definitions import build_definitions
-from mlassets.demo import VersionRow
-from mlassets.demo import play as run_pipeline
-from mlassets.instance import get_instance
-from mlassets.runs import ingest
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import ingest
 from tests.conftest import small_flights
 
 BROKEN = ("carrier=UA", 240.0)

@@ -22,7 +22,7 @@ from mlassets.defs.automation import automation
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import StoreResource
 from mlassets.examples.sales import write_example
-from mlassets.instance import get_instance
+from mlassets.host.instance import get_instance
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_the_schedule_retrains_the_newest_version_with_the_policy(cfg: PipelineC
 
 
 def test_a_failed_run_tells_the_owners_which_step_failed_and_why(cfg: PipelineConfig, monkeypatch) -> None:
-    from mlassets.runs import IngestFailed, ingest
+    from mlassets.host.runs import IngestFailed, ingest
 
     monkeypatch.delenv("MLASSETS_ALERT_WEBHOOK", raising=False)
     instance = get_instance()

@@ -7,12 +7,12 @@ import dagster as dg
 import mlflow
 import pytest
 
+from mlassets.cli.demo import play as run_pipeline
 from mlassets.core import tracking
 from mlassets.core.data.ingest import ingest_partition
 from mlassets.core.data.raw import partition_tables
 from mlassets.core.data.store import open_store
-from mlassets.demo import play as run_pipeline
-from mlassets.instance import get_instance
+from mlassets.host.instance import get_instance
 from tests.conftest import small_flights
 
 pytestmark = pytest.mark.e2e

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mlassets import daemon
+from mlassets.cli import daemon
 from mlassets.core.config import CONFIGS_ENV
-from mlassets.daemon_tree import tree_processes
 from mlassets.examples.sales import write_example
-from mlassets.instance import prepare_home
+from mlassets.host.daemon_tree import tree_processes
+from mlassets.host.instance import prepare_home
 from tests.daemon_wait import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

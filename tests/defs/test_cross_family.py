@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from mlassets.cli import main
+from mlassets.cli.demo import play
 from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig, load_config, shipped_configs
 from mlassets.core.data.store import open_store
@@ -22,9 +23,8 @@ from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.registry.rebuild import rebuild
 from mlassets.core.train.families.trees_common import matrix
 from mlassets.core.train.family import family_of
-from mlassets.demo import play
-from mlassets.instance import get_instance
-from mlassets.runs import ingest
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import ingest
 from tests.conftest import small_flights
 
 pytestmark = pytest.mark.e2e

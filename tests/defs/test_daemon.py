@@ -12,12 +12,12 @@ import dagster as dg
 import pytest
 import yaml
 
-from mlassets import daemon
+from mlassets.cli import daemon
+from mlassets.cli.versions import data_versions
 from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
 from mlassets.core.registry.promote import live_version
 from mlassets.examples.sales import write_example
-from mlassets.instance import get_instance
-from mlassets.versions import data_versions
+from mlassets.host.instance import get_instance
 from tests.daemon_wait import until
 
 pytestmark = pytest.mark.e2e

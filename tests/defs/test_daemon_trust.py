@@ -26,13 +26,12 @@ import mlflow
 import pytest
 import yaml
 
-from mlassets import daemon
-from mlassets.cli import main
+from mlassets.cli import daemon, main
+from mlassets.cli.versions import data_versions
 from mlassets.core import tracking
 from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
 from mlassets.examples.sales import write_example
-from mlassets.instance import get_instance, prepare_home
-from mlassets.versions import data_versions
+from mlassets.host.instance import get_instance, prepare_home
 from tests.daemon_wait import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -147,8 +146,8 @@ def test_one_daemon_per_home_and_a_killed_supervisor_leaves_nothing_running(
         monkeypatch.setenv("MLASSETS_DASHBOARD_PORT", "0")
         assert main(["ui", "--port", "0", "--mlflow-port", "0"]) == 2
         assert "already runs on" in capsys.readouterr().err
-        from mlassets import daemon_lock
-        from mlassets.daemon_tree import tree_processes
+        from mlassets.host import daemon_lock
+        from mlassets.host.daemon_tree import tree_processes
 
         _drop(cfg, "2024-01")
         _wait_training(instance, proc, log)
@@ -225,7 +224,7 @@ def _kill_at_random_moments(instance: dg.DagsterInstance, cfg: PipelineConfig, r
 
 def test_ten_kills_at_random_moments_then_every_landed_file_is_trained_once_in_order(
         home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlassets.daemon_tree import tree_processes
+    from mlassets.host.daemon_tree import tree_processes
 
     cfg = _config(tmp_path, monkeypatch, months=3, slow_loader_ms=40)
     instance, dagster_home = get_instance(), prepare_home()

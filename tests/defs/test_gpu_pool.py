@@ -15,8 +15,8 @@ import yaml
 
 from mlassets.core.config import PipelineConfig, load_config
 from mlassets.examples.sales import write_example
-from mlassets.instance import get_instance
-from mlassets.runs import ingest
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import ingest
 
 pytestmark = pytest.mark.e2e
 TRAINING_STEP = "sales__candidate_model"

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlassets.cli.demo import play as run_pipeline
 from mlassets.core import paths, tracking
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.ingest import Ingested
@@ -23,9 +24,8 @@ from mlassets.definitions import build_definitions
 from mlassets.defs.factory import ingest_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import raw_partitions
-from mlassets.demo import play as run_pipeline
-from mlassets.instance import get_instance
-from mlassets.runs import QUIET, ingest
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import QUIET, ingest
 from tests.conftest import small_flights
 
 pytestmark = pytest.mark.e2e

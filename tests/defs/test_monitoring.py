@@ -28,8 +28,8 @@ from mlassets.definitions import build_definitions
 from mlassets.defs.jobs import monitor_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.monitoring import RETRAIN_REASON, drift_sensor_name
-from mlassets.instance import get_instance
-from mlassets.runs import QUIET, ingest, run_pipeline
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import QUIET, ingest, run_pipeline
 from tests.conftest import small_flights
 
 SHIFT = 1.5  # every flight's distance, clipped at the schema's maximum

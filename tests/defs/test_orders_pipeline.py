@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
+from mlassets.cli.demo import play as run_pipeline
 from mlassets.core import paths, tracking
 from mlassets.core.config import load_config, shipped_configs
 from mlassets.core.data.raw import partition_tables, raw_repo
@@ -19,9 +20,8 @@ from mlassets.definitions import build_definitions
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import LAKEFS_UI_LINK
 from mlassets.defs.resources import default_resources
-from mlassets.demo import play as run_pipeline
-from mlassets.instance import get_instance
-from mlassets.runs import QUIET, ingest
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import QUIET, ingest
 from mlassets.serving import load_champion
 
 pytestmark = pytest.mark.e2e

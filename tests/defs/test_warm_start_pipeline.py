@@ -14,8 +14,8 @@ from mlassets.core.registry import versions
 from mlassets.core.registry.rebuild import rebuild
 from mlassets.defs.jobs import RETRAIN_TAG, TRIGGER_TAG, pipeline_job_name
 from mlassets.examples.sales import write_example
-from mlassets.instance import get_instance
-from mlassets.runs import execute, ingest, register, run_pipeline
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import execute, ingest, register, run_pipeline
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ import crossplane
 import jsonschema
 import pytest
 
-from mlassets import settings
+from mlassets.core import settings
 from tests.infra.conftest import INFRA, load
 
 SERVICES = {"postgres", "minio", "minio-buckets", "lakefs", "mlflow", "code-location", "dagster-webserver",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mlassets import settings
+from mlassets.core import settings
 from tests.infra.conftest import INFRA, ROOT
 
 DOCKERFILE = INFRA / "Dockerfile"

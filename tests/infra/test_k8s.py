@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mlassets import settings
+from mlassets.core import settings
 from tests.infra.conftest import INFRA, load_all
 
 MANIFESTS = ["k8s/dagster-instance.yaml", "k8s/dagster.yaml", "k8s/train-multinode.yaml"]

@@ -8,7 +8,7 @@ import ast
 import socket
 
 from mlassets.cli import build_parser
-from mlassets.ui import servers
+from mlassets.cli.ui import servers
 from tests.infra.conftest import ROOT, load_all
 
 SOURCES = ["mlassets", "dashboard", "tests", "bench", "scripts", "infra"]

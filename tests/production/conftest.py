@@ -19,8 +19,8 @@ import mlflow
 import pytest
 
 from mlassets.core.config import PipelineConfig
-from mlassets.instance import get_instance
-from mlassets.runs import Run, ingest, run_pipeline
+from mlassets.host.instance import get_instance
+from mlassets.host.runs import Run, ingest, run_pipeline
 from tests.conftest import small_flights
 from tests.core.data.store import fake_lakefs
 from tests.production import postgres as pg

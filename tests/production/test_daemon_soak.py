@@ -19,14 +19,14 @@ import dagster as dg
 import pytest
 import yaml
 
-from mlassets import daemon
+from mlassets.cli import daemon
 from mlassets.core.config import CONFIGS_ENV, load_config
 from mlassets.core.data.ingest import ingest_partition
 from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.store import open_store
 from mlassets.examples.sales import write_example
-from mlassets.instance import _DAGSTER_YAML as EMBEDDED_DAGSTER_YAML
-from mlassets.instance import get_instance
+from mlassets.host.instance import _DAGSTER_YAML as EMBEDDED_DAGSTER_YAML
+from mlassets.host.instance import get_instance
 from tests.daemon_wait import until
 from tests.production import postgres as pg
 

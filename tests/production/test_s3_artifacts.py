@@ -19,14 +19,14 @@ import boto3
 import mlflow
 import pytest
 
-from mlassets import cli_doctor
+from mlassets.cli import doctor as cli_doctor
+from mlassets.cli.ui import _answers
 from mlassets.core import tracking
 from mlassets.core.registry import peek
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.projection import ANCHOR_TAG
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import save_bundle, weights_sha256
-from mlassets.ui import _answers
 from tests.core.registry import test_promotion as shared
 from tests.production.conftest import end_active_runs
 

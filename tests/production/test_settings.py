@@ -10,13 +10,12 @@ import threading
 
 import pytest
 
-from mlassets import settings
 from mlassets.cli import main
-from mlassets.core import paths
+from mlassets.core import paths, settings
 from mlassets.core.data.store import default_backend
 from mlassets.core.registry.promotion import default_url
 from mlassets.defs.resources import default_resources
-from mlassets.instance import get_instance, prepare_home
+from mlassets.host.instance import get_instance, prepare_home
 from tests.infra.conftest import INFRA
 
 SERVICE_VARS = ("MLASSETS_PROFILE", "DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_ARTIFACT_ROOT", "MLASSETS_STORE",
@@ -132,7 +131,7 @@ def test_doctor_on_the_embedded_stack_reports_each_service_and_exits_0(monkeypat
 
 
 def test_doctor_gives_up_on_a_check_that_does_not_answer(monkeypatch) -> None:
-    from mlassets import cli_doctor
+    from mlassets.cli import doctor as cli_doctor
 
     release = threading.Event()
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlassets import settings
+from mlassets.core import settings
 from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.schema import PipelineConfig
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlassets import settings
+from mlassets.core import settings
 from mlassets.core.registry.peek import ModelView, read_model
 from mlassets.core.registry.promotion import Entry, PromotionError, PromotionLog
 from mlassets.core.registry.versions import CHAMPION, _client, alias_version, set_alias

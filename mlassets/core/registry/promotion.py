@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from mlassets import settings
-from mlassets.core import paths
+from mlassets.core import paths, settings
 
 PROMOTE, FORCE, ROLLBACK = "promote", "force-promote", "rollback"
 APPLIED = (PROMOTE, FORCE, ROLLBACK)  # rows that moved the alias; others record attempts

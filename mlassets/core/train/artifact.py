@@ -21,7 +21,8 @@ import pandas as pd
 from opentelemetry import trace
 
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.family import FeatureSpec, family_of, output_size
+from mlassets.core.train.family import family_of
+from mlassets.core.train.spec import FeatureSpec, output_size
 
 FORMAT_VERSION = 2  # 2: any family (1: the MLP only, still read)
 WEIGHTS = "weights.pt"  # the torch families' model file (format 1 bundles have no other)

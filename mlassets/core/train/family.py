@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from mlassets.core.train.spec import FeatureSpec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,17 +43,6 @@ FAMILIES = {  # name -> "module:class"; imported only when asked for (no torch f
     "xgboost": "mlassets.core.train.families.gbdt:XGBoostFamily",
 }
 TORCH_FAMILIES = ("mlp", "torch")  # trained by the torch loop (torchrun, ranks); the others in one process
-
-
-@dataclass(frozen=True)
-class FeatureSpec:
-    """What a model is built from: the inputs' shape and the task (a plug-in's builder gets exactly this)."""
-
-    cardinalities: list[int]  # per categorical column: vocabulary size + 1 (index 0: unknown)
-    n_numeric: int
-    output_size: int  # 1 (regression, binary) or the number of classes
-    task: str  # regression, binary or multiclass
-    params: dict[str, Any] = field(default_factory=dict)  # model.params, free for the family
 
 
 class Family(Protocol):
@@ -108,5 +98,3 @@ def family_of(name: str) -> Family:
     return _LOADED[name]
 
 
-def output_size(task: str, classes: list[str]) -> int:
-    return len(classes) if task == "multiclass" else 1

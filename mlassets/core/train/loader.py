@@ -17,9 +17,9 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.family import FeatureSpec
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
+from mlassets.core.train.spec import FeatureSpec
 from mlassets.core.train.splits import Splits, read_splits
 from mlassets.core.train.stream import StreamBatches, StreamData, bound_allocators, scan
 

@@ -28,9 +28,9 @@ import pyarrow.parquet as pq
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.summary import TargetStats
 from mlassets.core.features.preprocess import Preprocessor, category_key, numeric_values
-from mlassets.core.train.family import FeatureSpec, output_size
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
+from mlassets.core.train.spec import FeatureSpec, output_size
 from mlassets.core.train.splits import _check_binary, class_label
 
 if TYPE_CHECKING:  # the boosted trees read this module too: torch only where a tensor is made

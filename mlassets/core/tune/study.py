@@ -21,8 +21,7 @@ from typing import Any
 import mlflow
 import optuna
 
-from mlassets import settings
-from mlassets.core import paths, tracking
+from mlassets.core import paths, settings, tracking
 from mlassets.core.config import FaultConfig, PipelineConfig, ProfileConfig
 from mlassets.core.data.store import NotFound, VersionedStore
 from mlassets.core.features.store import export_splits

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mlassets import settings
+from mlassets.core import settings
 from mlassets.core.data.store.base import (
     Change,
     Commit,

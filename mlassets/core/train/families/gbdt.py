@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mlassets.core.config.automation import TREE_TUNABLE
-from mlassets.core.train.family import FeatureSpec
+from mlassets.core.train.spec import FeatureSpec
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig

@@ -16,7 +16,7 @@ from torch import nn
 
 from mlassets.core.train import plugin
 from mlassets.core.train.artifact import WEIGHTS, build_model
-from mlassets.core.train.family import FeatureSpec
+from mlassets.core.train.spec import FeatureSpec
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig

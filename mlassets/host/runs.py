@@ -16,7 +16,6 @@ import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
 
-from mlassets.code_server import LOCATION
 from mlassets.core import paths
 from mlassets.core.config import CONFIGS_ENV, ConfigError, PipelineConfig, config_paths, load_config, save_config
 from mlassets.core.data.ingest import Ingested
@@ -27,7 +26,8 @@ from mlassets.defs.jobs import FORCE_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
-from mlassets.run_liveness import process_tags
+from mlassets.host.code_server import LOCATION
+from mlassets.host.run_liveness import process_tags
 
 REPOSITORY = "__repository__"  # the code location's one repository (the location: ``code_server.LOCATION``)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
-from mlassets import settings
+from mlassets.core import settings
 
 TIMEOUT_S = 3.0  # per network call; a whole check gets a few of them
 OK, DOWN, UNSET = "reachable", "UNREACHABLE", "not configured"

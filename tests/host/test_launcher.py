@@ -10,8 +10,8 @@ from dagster._core.launcher import LaunchRunContext
 from dagster._core.storage.tags import PARENT_RUN_ID_TAG, RUN_KEY_TAG, SENSOR_NAME_TAG
 from dagster._core.utils import make_new_run_id
 
-from mlassets.instance import get_instance
-from mlassets.launcher import Claims, OnceRunLauncher
+from mlassets.host.instance import get_instance
+from mlassets.host.launcher import Claims, OnceRunLauncher
 
 
 def _created(instance: dg.DagsterInstance, **tags: str) -> dg.DagsterRun:
@@ -45,9 +45,9 @@ def test_a_run_and_a_run_key_are_launched_once(home: str) -> None:
 
 
 def test_the_monitor_retries_a_daemons_run_even_one_dequeued_and_never_launched() -> None:
-    from mlassets.launcher import DAEMON_TAG
-    from mlassets.run_liveness import PID_TAG
-    from mlassets.run_monitor import daemons_run
+    from mlassets.host.launcher import DAEMON_TAG
+    from mlassets.host.run_liveness import PID_TAG
+    from mlassets.host.run_monitor import daemons_run
 
     assert daemons_run({DAEMON_TAG: "token"})  # launched by a daemon
     assert daemons_run({SENSOR_NAME_TAG: "sales_landing"})  # dequeued by a daemon killed before it launched it

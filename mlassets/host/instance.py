@@ -6,8 +6,7 @@ import os
 
 import dagster as dg
 
-from mlassets import settings
-from mlassets.core import paths
+from mlassets.core import paths, settings
 from mlassets.core.config import ConfigError, config_paths, load_config
 
 _HEADER = "# Embedded default: sqlite storage in this folder."
@@ -19,7 +18,7 @@ telemetry:
 nux:
   enabled: false  # no "join the community" pop-up over the first page
 run_launcher:  # Dagster's default launcher that launches a run, and a run key, once (two daemons or not)
-  module: mlassets.launcher
+  module: mlassets.host.launcher
   class: OnceRunLauncher
 run_coordinator:  # the daemon's queue; looked at every second (a new run starts that much sooner)
   module: dagster._core.run_coordinator

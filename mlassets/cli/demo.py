@@ -15,7 +15,7 @@ from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
-from mlassets.runs import IngestFailed, Run, ingest, run_pipeline
+from mlassets.host.runs import IngestFailed, Run, ingest, run_pipeline
 
 
 @dataclass

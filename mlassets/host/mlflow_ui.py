@@ -1,4 +1,4 @@
-"""MLflow's own server whose UI opens on the training runs: ``python -m mlassets.mlflow_ui ARGS`` is
+"""MLflow's own server whose UI opens on the training runs: ``python -m mlassets.host.mlflow_ui ARGS`` is
 ``mlflow server ARGS`` (every option, the same checks and stores), with one difference in the page it serves.
 
 MLflow 3.17 keeps what its UI opens on in the browser, not on the server: the workflow (``mlflow.workflowType``,
@@ -26,7 +26,7 @@ UI_SETTINGS = {  # MLflow's own localStorage settings (key, version 1) and what 
     "mlflow.telemetry.info.alert.dismissed_v1": True,
     "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1": True,
 }
-APP = "mlassets.mlflow_ui:create_app"
+APP = "mlassets.host.mlflow_ui:create_app"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def build_ours(uvicorn_opts, host, port, workers, app_name, env_file=None, is_factory=False):  # noqa: ANN001
         if app_name != "mlflow.server.fastapi_app:app":
-            raise SystemExit(f"mlassets.mlflow_ui: MLflow would serve {app_name!r}; run `mlflow server` for it")
+            raise SystemExit(f"mlassets.host.mlflow_ui: MLflow would serve {app_name!r}; run `mlflow server` for it")
         return build(uvicorn_opts, host, port, workers, APP, env_file, is_factory=True)
 
     mlflow.server._build_uvicorn_command = build_ours

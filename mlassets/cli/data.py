@@ -1,7 +1,7 @@
 """``mlassets demo | ingest | run | versions``: a dataset's partitions in, data versions through the pipeline.
 
 Every command takes ``--config`` (a shipped name such as ``flights``, or a YAML file anywhere) and runs the code
-location's own jobs on the embedded stack (see ``mlassets.runs``). Exit codes: 0 done; 1 a version failed
+location's own jobs on the embedded stack (see ``mlassets.host.runs``). Exit codes: 0 done; 1 a version failed
 before the gate; 2 bad input or a rejected delivery (nothing changed).
 """
 
@@ -30,7 +30,7 @@ def label(cfg: PipelineConfig) -> str:
 
 
 def _print_rows(cfg: PipelineConfig, rows: list) -> None:
-    from mlassets.demo import format_notes, format_table, format_unjudged
+    from mlassets.cli.demo import format_notes, format_table, format_unjudged
 
     print(format_table(rows, label(cfg)))
     for text in (format_unjudged(rows, cfg.gate.slice_min_rows), format_notes(rows, cfg.dataset.target)):
@@ -49,9 +49,9 @@ def _failed(rows: list) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     cfg = config_of(args)  # every command checks its config before importing Dagster, MLflow or torch
 
-    from mlassets.cli_registry import history_text
-    from mlassets.demo import run_demo
-    from mlassets.instance import get_instance
+    from mlassets.cli.demo import run_demo
+    from mlassets.cli.registry import history_text
+    from mlassets.host.instance import get_instance
 
     keys = cfg.dataset.partitions.keys
     if not keys:
@@ -80,8 +80,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
-    from mlassets.instance import get_instance
-    from mlassets.runs import IngestFailed, ingest
+    from mlassets.host.instance import get_instance
+    from mlassets.host.runs import IngestFailed, ingest
 
     try:
         ingested = ingest(get_instance(), cfg, args.partition, delivered=args.source or "")
@@ -105,10 +105,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
+    from mlassets.cli.demo import play
+    from mlassets.cli.versions import data_versions
     from mlassets.core.data.version_keys import matching
-    from mlassets.demo import play
-    from mlassets.instance import get_instance
-    from mlassets.versions import data_versions
+    from mlassets.host.instance import get_instance
 
     instance = get_instance()
     known = data_versions(cfg)
@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_versions(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
-    from mlassets.versions import data_versions, format_versions
+    from mlassets.cli.versions import data_versions, format_versions
 
     print(format_versions(data_versions(cfg), label(cfg)))
     return 0

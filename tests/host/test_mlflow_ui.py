@@ -1,4 +1,4 @@
-"""``mlassets.mlflow_ui``: MLflow's own server and application, its page carrying MLflow's own UI settings."""
+"""``mlassets.host.mlflow_ui``: MLflow's own server and application, its page carrying MLflow's own UI settings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import mlflow.server
 
-from mlassets import mlflow_ui
+from mlassets.host import mlflow_ui
 
 PAGE = b'<!doctype html><html><head><title>MLflow</title><script defer src="main.js"></script></head></html>'
 
@@ -56,4 +56,4 @@ def test_the_server_is_mlflows_own_command_serving_this_application(monkeypatch)
     finally:
         mlflow.server._build_uvicorn_command = original
     assert called["args"] == ["server", "--port", "5917"]
-    assert called["command"][-2:] == ["--factory", "mlassets.mlflow_ui:create_app"]
+    assert called["command"][-2:] == ["--factory", "mlassets.host.mlflow_ui:create_app"]

@@ -1,4 +1,4 @@
-"""Run monitoring for the embedded launcher (``python -m mlassets.run_monitor WORKSPACE``, a child of the daemon).
+"""Run monitoring for the embedded launcher (``python -m mlassets.host.run_monitor WORKSPACE``, a child of the daemon).
 
 Dagster's own run monitoring needs a launcher that can check its workers; the default launcher cannot. So every
 ``MLASSETS_RUN_MONITOR_S`` seconds (default 5) this looks at every run STARTING or STARTED and asks
@@ -26,9 +26,9 @@ from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, PARENT_RUN_ID_TAG,
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from mlassets.daemon_tree import HOME_ENV, TOKEN_ENV, ready_file
-from mlassets.launcher import DAEMON_TAG
-from mlassets.run_liveness import PID_TAG, Dead, dead_runs
+from mlassets.host.daemon_tree import HOME_ENV, TOKEN_ENV, ready_file
+from mlassets.host.launcher import DAEMON_TAG
+from mlassets.host.run_liveness import PID_TAG, Dead, dead_runs
 
 CRASHES_TAG = "mlassets/worker_crashes"  # retries caused by the run's own worker dying (its daemon alive)
 

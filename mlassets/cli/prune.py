@@ -4,15 +4,15 @@ running on the home, its run monitor does this (and retries them); nothing is do
 
 from __future__ import annotations
 
-from mlassets import settings
+from mlassets.core import settings
 
 
 def fail_dead_ingests() -> list[str]:
     """Mark the runs of ``<dataset>_ingest`` jobs whose process is gone failed; one line per run."""
-    from mlassets import daemon_lock
-    from mlassets.instance import get_instance, prepare_home
-    from mlassets.run_liveness import dead_runs
-    from mlassets.run_monitor import free_slots, start_timeout_s
+    from mlassets.host import daemon_lock
+    from mlassets.host.instance import get_instance, prepare_home
+    from mlassets.host.run_liveness import dead_runs
+    from mlassets.host.run_monitor import free_slots, start_timeout_s
 
     home = prepare_home()
     if not settings.production() and daemon_lock.held(home):

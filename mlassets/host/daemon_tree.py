@@ -4,7 +4,7 @@ ended with it whatever ends it.
 Every process of a tree carries ``MLASSETS_DAEMON_TOKEN`` (a new one per start) in its environment, and so does
 everything they start (code server, run workers, torchrun, training ranks): that is how the tree is found. The
 children hold the home lock (``daemon_lock``) and get ``PR_SET_PDEATHSIG``: when the supervisor dies, even by
-SIGKILL, the kernel signals them. One child, the reaper (``mlassets.reaper``), then kills every process of the
+SIGKILL, the kernel signals them. One child, the reaper (``mlassets.host.reaper``), then kills every process of the
 tree (SIGKILL, until none is left: a daemon given time to shut down could still dequeue and launch a run) before
 it exits and the lock is released. A new supervisor also ends whatever an
 earlier tree of the same home left (``end_leftovers``), so nothing of a killed daemon runs beside the next one.
@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import IO
 
-from mlassets.daemon_lock import HomeLock
+from mlassets.host.daemon_lock import HomeLock
 
 TOKEN_ENV = "MLASSETS_DAEMON_TOKEN"
 HOME_ENV = "MLASSETS_DAEMON_HOME"  # the Dagster home the tree serves (leftovers are found by it)
@@ -106,7 +106,7 @@ class Tree:
         if leftovers:  # an earlier tree's run workers or servers: nothing of it may run beside this one
             print(f"ending {len(leftovers)} process(es) an earlier daemon of {self.home} left", flush=True)
             kill_tree(self.home, None, exclude=(os.getpid(),))
-        self.spawn("reaper", [sys.executable, "-m", "mlassets.reaper", self.home, self.token],
+        self.spawn("reaper", [sys.executable, "-m", "mlassets.host.reaper", self.home, self.token],
                    death_signal=signal.SIGUSR1)
         return self
 

@@ -19,7 +19,7 @@ from mlassets.cli import main
 from mlassets.core.data.store import open_store
 from mlassets.core.data.store._lakefs_tx import TX_PREFIX
 from mlassets.examples.sales import write_example
-from mlassets.instance import get_instance
+from mlassets.host.instance import get_instance
 from tests.core.data.store import fake_lakefs
 from tests.core.data.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
 

@@ -1,4 +1,4 @@
-"""The reaper of a daemon tree (``python -m mlassets.reaper HOME TOKEN``, started by ``daemon_tree.Tree``).
+"""The reaper of a daemon tree (``python -m mlassets.host.reaper HOME TOKEN``, started by ``daemon_tree.Tree``).
 
 It waits. When its parent, the supervisor, dies (the kernel sends SIGUSR1: ``PR_SET_PDEATHSIG``, so a SIGKILL of
 the supervisor counts too) it kills every process carrying the tree's token with SIGKILL (no grace: a daemon
@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 
-from mlassets.daemon_tree import kill_tree
+from mlassets.host.daemon_tree import kill_tree
 
 
 def main(home: str, token: str) -> None:

@@ -1,13 +1,14 @@
 """``mlassets ui``: the Dagster webserver, the MLflow UI and the Streamlit diagnosis dashboard over the embedded
 stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it), beside the daemon's tree: the
 home's lock, its one code server (which the webserver reaches through the same workspace), the Dagster daemon
-and the run monitor (``mlassets.daemon``). A second ``mlassets ui`` or ``mlassets daemon`` on the home is refused.
+and the run monitor (``mlassets.cli.daemon``). A second ``mlassets ui`` or ``mlassets daemon`` on the home is refused.
 
 It fails fast, before starting anything, when a port is taken or the home has a daemon; says when each UI
 answers; and stops all of them, with a non-zero exit, when one of them dies. The addresses it serves become the
 UI setting every link is made from (``mlassets.core.ui_urls``; ports not given are the setting's), and links made
-under earlier addresses are redirected here (``mlassets.links``). MLflow runs as ``mlassets.mlflow_ui``: opened
-bare, it shows the experiment's training runs, without the GenAI view, the telemetry notice or the assistant panel.
+under earlier addresses are redirected here (``mlassets.host.links``). MLflow runs as
+``mlassets.host.mlflow_ui``: opened bare, it shows the experiment's training runs, without the GenAI view, the
+telemetry notice or the assistant panel.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from mlassets import settings
-from mlassets.core import paths, tracking, ui_urls
-from mlassets.instance import get_instance, prepare_home
-from mlassets.links import start_redirects
+from mlassets.core import paths, settings, tracking, ui_urls
+from mlassets.host.instance import get_instance, prepare_home
+from mlassets.host.links import start_redirects
 
 READY_TIMEOUT_S = 300.0
 
@@ -85,7 +85,7 @@ def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.
     out = [Server("Dagster UI", [os.path.join(bin_dir, "dagster-webserver"), "-w", workspace, "-h", host,
                                  "-p", str(port)], f"http://{host}:{port}", "/server_info")]
     if mlflow_port:
-        out.append(Server("MLflow UI", [sys.executable, "-m", "mlassets.mlflow_ui", "--backend-store-uri",
+        out.append(Server("MLflow UI", [sys.executable, "-m", "mlassets.host.mlflow_ui", "--backend-store-uri",
                                         paths.mlflow_tracking_uri(), "--default-artifact-root",
                                         paths.mlflow_artifact_root(), "--host", host, "--port", str(mlflow_port),
                                         "--workers", "1"], f"http://{host}:{mlflow_port}", "/health"))
@@ -112,7 +112,7 @@ def _training_runs_route(mlflow_port: int) -> str:
 
 
 def _remember(planned: list[Server]) -> list:
-    """Make the addresses served the UI setting; redirect the earlier ones (``mlassets.links``)."""
+    """Make the addresses served the UI setting; redirect the earlier ones (``mlassets.host.links``)."""
     by_name = {s.name: s.url.replace("://0.0.0.0:", "://127.0.0.1:") for s in planned}
     current = ui_urls.ui_urls()
     urls = ui_urls.save(by_name.get("Dagster UI", current.dagster), by_name.get("MLflow UI", current.mlflow),
@@ -128,9 +128,9 @@ def _remember(planned: list[Server]) -> list:
 def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | None = None) -> int:
     """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died. Ports
     not given are those of the UI setting (3000 and 5000 by default)."""
-    from mlassets.daemon import start_services
-    from mlassets.daemon_lock import DaemonRunning
-    from mlassets.daemon_tree import Tree
+    from mlassets.cli.daemon import start_services
+    from mlassets.host.daemon_lock import DaemonRunning
+    from mlassets.host.daemon_tree import Tree
 
     port = default_port("dagster") if port is None else port
     mlflow_port = default_port("mlflow") if mlflow_port is None else mlflow_port

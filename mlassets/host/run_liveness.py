@@ -7,7 +7,7 @@
 - A run launched by a daemon tree (tag ``mlassets/daemon``: its token) whose worker never logged a pid: dead when
   no process of that tree is left, or when it has not started within the start timeout.
 
-Runs of another host, and runs neither launched by ``mlassets.launcher`` nor executed by the command line (e.g. a
+Runs of another host, and runs neither launched by ``mlassets.host.launcher`` nor executed by the command line (e.g. a
 Kubernetes run launcher's), are never judged.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from mlassets.daemon_tree import tree_processes
-from mlassets.launcher import DAEMON_TAG, HOST_TAG, OnceRunLauncher
+from mlassets.host.daemon_tree import tree_processes
+from mlassets.host.launcher import DAEMON_TAG, HOST_TAG, OnceRunLauncher
 
 PID_TAG, STARTED_TAG = "mlassets/pid", "mlassets/pid_started"
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]

@@ -19,18 +19,18 @@ import time
 from typing import IO, TYPE_CHECKING
 
 from mlassets.core import paths
-from mlassets.instance import get_instance, prepare_home
+from mlassets.host.instance import get_instance, prepare_home
 
 if TYPE_CHECKING:
-    from mlassets.code_server import Reloader
-    from mlassets.daemon_tree import Tree
+    from mlassets.host.code_server import Reloader
+    from mlassets.host.daemon_tree import Tree
 
 
 def start(out: IO[str] | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """The supervisor (``python -m mlassets.daemon``) in its own session, on this home's instance."""
+    """The supervisor (``python -m mlassets.cli.daemon``) in its own session, on this home's instance."""
     get_instance().dispose()  # the home, its dagster.yaml and the `gpu` pool's size, before anything starts
     full = {**os.environ, **(env or {}), "DAGSTER_HOME": prepare_home(), "MLASSETS_HOME": str(paths.home())}
-    return subprocess.Popen([sys.executable, "-m", "mlassets.daemon"], env=full, stdout=out,
+    return subprocess.Popen([sys.executable, "-m", "mlassets.cli.daemon"], env=full, stdout=out,
                             stderr=subprocess.STDOUT if out else None, start_new_session=True)
 
 
@@ -54,7 +54,7 @@ def stop(proc: subprocess.Popen, kill: bool = False, timeout_s: float = 60.0) ->
 def start_services(tree: Tree, dagster_home: str, extra_env: dict[str, str] | None = None) -> tuple[int, Reloader]:
     """The code server (waited for), the run monitor (waited for) and the Dagster daemon in ``tree``; (port,
     reloader)."""
-    from mlassets import code_server
+    from mlassets.host import code_server
 
     port = code_server.free_port()
     workspace = code_server.write_workspace(dagster_home, port)
@@ -62,14 +62,14 @@ def start_services(tree: Tree, dagster_home: str, extra_env: dict[str, str] | No
     server = tree.spawn("code server", code_server.command(port), env)
     seconds = code_server.wait_ready(port, server)
     print(f"code server ready on {code_server.HOST}:{port} ({seconds:.0f} s)", flush=True)
-    monitor = tree.spawn("run monitor", [sys.executable, "-m", "mlassets.run_monitor", str(workspace)], env)
+    monitor = tree.spawn("run monitor", [sys.executable, "-m", "mlassets.host.run_monitor", str(workspace)], env)
     _wait_for_monitor(dagster_home, tree.token, monitor)  # runs an earlier tree left are retried before the queue runs
     tree.spawn("Dagster daemon", code_server.daemon_command(workspace), env)
     return port, code_server.Reloader(port)
 
 
 def _wait_for_monitor(dagster_home: str, token: str, monitor: subprocess.Popen, timeout_s: float = 300.0) -> None:
-    from mlassets.daemon_tree import ready_file
+    from mlassets.host.daemon_tree import ready_file
 
     deadline, ready = time.monotonic() + timeout_s, ready_file(dagster_home)
     while not (ready.is_file() and ready.read_text() == token):
@@ -80,8 +80,8 @@ def _wait_for_monitor(dagster_home: str, token: str, monitor: subprocess.Popen, 
 
 def serve(what: str = "mlassets daemon") -> int:
     """Run until interrupted: 0 then; 2 when another daemon holds this home; 1 when a part of the tree died."""
-    from mlassets.daemon_lock import DaemonRunning
-    from mlassets.daemon_tree import Tree
+    from mlassets.host.daemon_lock import DaemonRunning
+    from mlassets.host.daemon_tree import Tree
 
     get_instance().dispose()
     home = prepare_home()

@@ -99,7 +99,7 @@ def test_forced_promotion_and_a_tampered_log(reg: Registry, capsys: pytest.Captu
 
 def test_without_model_the_one_config_of_ones_own_is_meant(home: str, tmp_path, capsys) -> None:
     """The model of the only registered config (a user's, not flights); several: the command asks which."""
-    from mlassets.cli_registry import default_model
+    from mlassets.cli.registry import default_model
     from mlassets.core import paths
     from mlassets.core.config import load_config, save_config, shipped_configs
     from mlassets.examples.sales import write_example

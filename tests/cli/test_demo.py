@@ -3,7 +3,7 @@ shows a missing champion as '-'; only the flights demo has a broken month by def
 
 from __future__ import annotations
 
-from mlassets.demo import VersionRow, format_table
+from mlassets.cli.demo import VersionRow, format_table
 
 
 def _row(metric: str, candidate: float, champion: float | None, decision: str = "pass") -> VersionRow:

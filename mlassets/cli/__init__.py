@@ -9,18 +9,18 @@ import os
 import sys
 import warnings
 
-from mlassets.cli_data import add_commands as add_data_commands
-from mlassets.cli_diagnose import add_parser as add_diagnose
-from mlassets.cli_doctor import add_parser as add_doctor
-from mlassets.cli_rebuild import add_parser as add_rebuild
-from mlassets.cli_registry import add_commands
+from mlassets.cli.data import add_commands as add_data_commands
+from mlassets.cli.diagnose import add_parser as add_diagnose
+from mlassets.cli.doctor import add_parser as add_doctor
+from mlassets.cli.rebuild import add_parser as add_rebuild
+from mlassets.cli.registry import add_commands
 from mlassets.core.config import ConfigError
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    from mlassets.cli.ui import serve
     from mlassets.core.config import load_config, resolve_config
-    from mlassets.runs import register
-    from mlassets.ui import serve
+    from mlassets.host.runs import register
 
     for spec in args.config:  # the graphs the UI shows: these, beside those already registered
         register(load_config(resolve_config(spec)))
@@ -28,9 +28,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
+    from mlassets.cli.daemon import serve
     from mlassets.core.config import load_config, resolve_config
-    from mlassets.daemon import serve
-    from mlassets.runs import register
+    from mlassets.host.runs import register
 
     for spec in args.config:  # the datasets it watches: these, beside those already registered
         register(load_config(resolve_config(spec)))
@@ -38,8 +38,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    from mlassets.cli.prune import fail_dead_ingests
     from mlassets.core.data.store import open_store
-    from mlassets.prune import fail_dead_ingests
 
     if args.older_than < 0:
         raise ConfigError(f"--older-than: {args.older_than} is negative")
