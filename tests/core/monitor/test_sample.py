@@ -72,3 +72,24 @@ def test_a_scope_with_too_few_sampled_rows_is_skipped() -> None:
     report = drift_report(reference, new, cfg, data_version="b" * 40, new_partitions=["p"], champion_version="1",
                           reference_data_version="a" * 40)
     assert report.reference_rows == 40_000 and not report.drifted  # the same distribution, sampled
+
+
+def _peak(batches: int) -> int:
+    """tracemalloc's peak while feeding ``batches`` batches of 5,000 rows into a 2,000-row sample (batches made
+    before the count starts are left out: the caller's)."""
+    import tracemalloc
+
+    rows = frame(5000, 4)
+    sample = RowSample(["carrier"], 2000)
+    tracemalloc.start()
+    try:
+        for _ in range(batches):
+            sample.add(rows)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_sample_does_not_grow_with_the_rows() -> None:
+    few, many = _peak(10), _peak(80)
+    assert many < 1.5 * few, (few, many)  # 8x the rows: the same sample and one batch at a time
