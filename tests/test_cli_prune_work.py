@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from mlassets.cli import main
-from mlassets.core.train.workfiles import exported_splits, remove_splits
+from mlassets.core.train.workfiles import exported_splits, finished, remove_splits
 from mlassets.instance import get_instance
 
 
@@ -60,3 +60,12 @@ def test_remove_splits_frees_the_data_folder_only(tmp_path: Path) -> None:
     run = _run_dir(tmp_path, "c" * 16, "12345678", 5000)
     assert remove_splits(run) == 5000 and not (run / "data").exists() and (run / "telemetry").is_dir()
     assert remove_splits(run) == 0
+
+
+def test_a_finished_step_frees_its_splits_and_working_checkpoints(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "d" * 16, "87654321", 3000)
+    (run / "checkpoints" / "step-000000010").mkdir(parents=True)
+    (run / "checkpoints" / "step-000000010" / "model.distcp").write_bytes(b"c" * 700)
+    (run / "result.json").write_text("{}")
+    assert finished(run) == 3700
+    assert sorted(p.name for p in run.iterdir()) == ["result.json", "telemetry"]

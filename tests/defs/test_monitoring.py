@@ -117,9 +117,11 @@ def test_reports_compare_each_version_with_the_champions_training_rows(stack):
 
 @pytest.mark.e2e
 def test_finished_runs_leave_no_copy_of_the_training_data(stack):
-    assert exported_splits(paths.home() / "work") == []
+    work = paths.home() / "work"
+    assert exported_splits(work) == [] and not list(work.glob("*/train/*/*/checkpoints"))
+    runs = list(work.glob("*/train/*/*"))
+    assert len(runs) == 2 and all((run / "telemetry").is_dir() for run in runs)  # what the dashboard reads stays
     print(f"work/ after each pipeline run: {stack.work} bytes")
-    assert stack.work[1] < 2 * stack.work[0]
 
 
 @pytest.mark.e2e

@@ -3,8 +3,10 @@
 Each training step exports the version's train and validation splits beside its job
 (``work/<dataset>/train/<version>/<run>/data/``), a full copy of the split. Nothing needs them once the step's
 training process has ended: a retry or a re-execution exports them again (``launch.prepare_job``), resumes from the
-checkpoints beside them, and a rebuild reads the store. So a finished step removes them, and ``mlassets prune`` frees
-those that a killed or failed step left. The checkpoints and telemetry stay (resume, the dashboard).
+checkpoints beside them, and a rebuild reads the store. So a step that finished removes them, and its working
+checkpoints too once the final and the best are committed to the store (``finished``); ``mlassets prune`` frees the
+splits that a killed or failed step left (its checkpoints stay: a re-execution resumes from them). The model bundle,
+result and telemetry stay (the dashboard, ``mlassets diagnose``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SPLITS_DIR = "data"  # the exported splits, beside job.json
+CHECKPOINTS_DIR = "checkpoints"  # the working checkpoints (final and best are committed to the store)
 
 
 @dataclass(frozen=True)
@@ -49,3 +52,14 @@ def remove_splits(run_dir: Path) -> int:
     size = size_of(path)
     shutil.rmtree(path)
     return size
+
+
+def finished(run_dir: Path) -> int:
+    """What a training step that finished (its checkpoints committed) leaves that nothing needs: its exported splits
+    and working checkpoints, removed; the bytes freed."""
+    freed = remove_splits(run_dir)
+    checkpoints = run_dir / CHECKPOINTS_DIR
+    if checkpoints.is_dir():
+        freed += size_of(checkpoints)
+        shutil.rmtree(checkpoints)
+    return freed
