@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.metrics import (
-    as_array,
-)
+from mlassets.core.evaluate.metrics import as_array
 from mlassets.core.records import Record
 
 if TYPE_CHECKING:
