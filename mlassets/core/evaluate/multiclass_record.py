@@ -10,17 +10,14 @@ error.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate import multiclass as mc
-from mlassets.core.evaluate.record import ClassRow, Evaluation
+from mlassets.core.evaluate.record import ClassRow
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 
-    from mlassets.core.evaluate.derived import Derived
 
 ROW_METRICS = ("logloss", "accuracy")  # means of per-row values: the ones a slice rule and its bootstrap can use
 
@@ -38,38 +35,3 @@ def class_rows(labels: list[str], confusions: dict[str, np.ndarray], known: dict
                      candidate_knows=bool(known["candidate"][i]),
                      champion_knows=bool(known["champion"][i]) if "champion" in known else None)
             for i, label in enumerate(labels)]
-
-
-def evaluate_multiclass(
-    frame: pd.DataFrame, y_true: Any, prob_candidate: pd.DataFrame, prob_champion: pd.DataFrame | None,
-    cfg: PipelineConfig, *, champion_version: str | None = None, data_version: str = "",
-    performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
-    derived: Derived | None = None,
-) -> Evaluation:
-    """Measure both models on the same rows: ``y_true`` holds the class labels, ``prob_<model>`` one column of
-    probabilities per class the model knows (named by the class), ``frame`` the slice columns. The rows are one chunk
-    of the streamed evaluation (``stream.evaluate_scored``)."""
-    import pandas as pd
-
-    from mlassets.core.evaluate.stream import evaluate_scored
-    from mlassets.core.train.outputs import class_frame
-
-    target, main = cfg.dataset.target, cfg.gate.main_metric
-    truth = pd.Series(y_true, copy=False)
-    if truth.isna().any():  # a metric of a missing target would blame the model
-        raise ValueError(f"evaluation: {int(truth.isna().sum())} holdout rows have no value of the target "
-                         f"{target!r}; set dataset.drop_missing_target: true (or fix the data)")
-    for what, arr in (("prob_candidate", prob_candidate), ("prob_champion", prob_champion), ("frame", frame)):
-        if arr is not None and len(arr) != len(truth):
-            raise ValueError(f"{what} has {len(arr)} rows but y_true has {len(truth)}")
-    if main not in ROW_METRICS:
-        raise ValueError(f"gate.main_metric: {main!r} is not a multiclass gate metric ({', '.join(ROW_METRICS)})")
-    parts = [pd.DataFrame({col: frame[col].to_numpy() for col in cfg.dataset.slices}),
-             pd.DataFrame({"y": truth.to_numpy(dtype=object)})]
-    for model, prob in (("candidate", prob_candidate), ("champion", prob_champion)):
-        if prob is not None:
-            parts.append(class_frame([str(c) for c in prob.columns], prob.to_numpy(dtype="float64"), model))
-    scored = pd.concat(parts, axis=1)
-    return evaluate_scored(scored, cfg, prob_champion is not None, derived=derived, performance=performance,
-                           champion_version=champion_version, data_version=data_version,
-                           predictions_uri=predictions_uri, dropped_missing_target=dropped_missing_target)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.metrics import as_array
 from mlassets.core.records import Record
 
 if TYPE_CHECKING:
@@ -118,40 +117,6 @@ class Evaluation(Record):
                 rec.update({f"champion_{k}": v for k, v in row.champion.items()})
             records.append(rec)
         return pd.DataFrame.from_records(records, columns=None if records else ["class", "n"])
-
-
-def evaluate_models(
-    frame: pd.DataFrame, y_true: Any, pred_candidate: Any, pred_champion: Any | None, cfg: PipelineConfig,
-    *, champion_version: str | None = None, data_version: str = "",
-    performance: dict[str, dict[str, float]] | None = None, predictions_uri: str = "", dropped_missing_target: int = 0,
-    derived: Derived | None = None,
-) -> Evaluation:
-    """Measure both models on the same rows (``frame`` holds the slice columns); a regression or binary task (a
-    multiclass one: ``multiclass_record.evaluate_multiclass``). ``derived`` gives the sanity range and naive
-    baseline where the config leaves them out (``mlassets.core.evaluate.derived``). The rows are one chunk of the
-    streamed evaluation (``stream.evaluate_scored``)."""
-    import numpy as np
-    import pandas as pd
-
-    from mlassets.core.evaluate.stream import evaluate_scored
-
-    if cfg.dataset.task == "multiclass":
-        raise ValueError("evaluate_models scores one value per row; a multiclass task's class probabilities are "
-                         "measured by mlassets.core.evaluate.multiclass_record.evaluate_multiclass")
-    y, cand = as_array(y_true), as_array(pred_candidate)
-    champ = None if pred_champion is None else as_array(pred_champion)
-    if np.isnan(y).any():  # a metric of a missing target would be NaN, and the gate would blame the model
-        raise ValueError(f"evaluation: {int(np.isnan(y).sum())} holdout rows have no value of the target "
-                         f"{cfg.dataset.target!r}; set dataset.drop_missing_target: true (or fix the data)")
-    for what, arr in (("pred_candidate", cand), ("pred_champion", champ), ("frame", frame)):
-        if arr is not None and len(arr) != y.size:
-            raise ValueError(f"{what} has {len(arr)} rows but y_true has {y.size}")
-    scored = pd.DataFrame({col: frame[col].to_numpy() for col in cfg.dataset.slices})
-    scored["y"], scored["candidate"] = y, cand
-    scored["champion"] = champ if champ is not None else np.nan
-    return evaluate_scored(scored, cfg, champ is not None, derived=derived, performance=performance,
-                           champion_version=champion_version, data_version=data_version,
-                           predictions_uri=predictions_uri, dropped_missing_target=dropped_missing_target)
 
 
 def _prediction_range(cfg: PipelineConfig, derived: Derived | None) -> tuple[float, float]:

@@ -8,7 +8,6 @@ import math
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import numpy as np
@@ -117,18 +116,6 @@ def has_champion(predictions: pd.DataFrame) -> bool:
     if probabilities(predictions, "candidate") is not None:  # multiclass: the champion's probability columns
         return probabilities(predictions, "champion") is not None
     return not np.isnan(predictions["champion"].to_numpy(dtype=np.float64)).all()
-
-
-def evaluation_of(
-    predictions: pd.DataFrame, cfg: PipelineConfig, performance: dict[str, dict[str, float]] | None = None,
-    **context: Any,
-) -> Evaluation:
-    """The evaluation record of a scored holdout (see ``score_holdout``), as one chunk of the streamed evaluation;
-    ``performance`` is attached as measured and ``context`` (champion_version, data_version, predictions_uri,
-    derived) is recorded as given."""
-    from mlassets.core.evaluate.stream import evaluate_scored
-
-    return evaluate_scored(predictions, cfg, has_champion(predictions), performance=performance, **context)
 
 
 def metric_key(*parts: str) -> str:

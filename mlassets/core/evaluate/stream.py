@@ -6,8 +6,8 @@ its scored rows appended to the predictions file, and added to accumulators: ove
 holdout's class probabilities go to ``multiclass_sums`` (counts keyed by class, the label space sorted at the end).
 What stays is ``O(slice values x bootstrap groups)`` numbers (and ``O(slice values x classes^2)`` counts) and a
 latency sample of at most ``LATENCY_SAMPLE_ROWS`` rows of the first chunk. A holdout that fits one batch is its
-one-chunk case, and rows scored elsewhere (``evaluate_scored``: ``score.evaluation_of``, ``record.evaluate_models``,
-``multiclass_record.evaluate_multiclass``) go through the same accumulators as one chunk: there is no second
+one-chunk case, and rows scored elsewhere (``evaluate_scored``, behind ``scored.evaluation_of``, ``evaluate_models``
+and ``evaluate_multiclass``) go through the same accumulators as one chunk: there is no second
 implementation of a metric, a slice row or an interval (see ``slice_sums`` for how the intervals are the paired
 bootstrap of all rows at once).
 """
@@ -82,7 +82,7 @@ class ValueSums:
         return self.baseline.metrics() if self.baseline is not None else None
 
     def fields(self) -> dict[str, Any]:
-        """The model-dependent fields of ``record.evaluate_models``' record of the rows added."""
+        """The model-dependent fields of the record of the rows added."""
         champion = self.overall.get("champion")
         calibration = None
         if self.task == "binary":
@@ -103,7 +103,7 @@ class StreamedHoldout:
 
     def evaluation(self, derived: Any = None, performance: dict[str, dict[str, float]] | None = None,
                    **context: Any) -> Evaluation:
-        """The record ``score.evaluation_of`` builds of the same rows (``context``: champion_version, data_version,
+        """The record of the rows added (``context``: champion_version, data_version,
         predictions_uri, dropped_missing_target)."""
         cfg, missing = self.cfg, self.sums.missing_target
         if missing:  # as in memory: a metric of a missing target would be NaN, blamed on the model

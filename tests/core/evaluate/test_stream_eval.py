@@ -26,7 +26,8 @@ from mlassets.core.evaluate import stream
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.gate import evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.score import evaluation_of, score_holdout
+from mlassets.core.evaluate.score import score_holdout
+from mlassets.core.evaluate.scored import evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.features.store import read_split, split_column, split_tables, write_features
 from mlassets.core.train.artifact import ModelBundle, build_model

@@ -22,7 +22,8 @@ from mlassets.core.evaluate import stream
 from mlassets.core.evaluate.bootstrap import GROUPS
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.score import evaluation_of, score_holdout
+from mlassets.core.evaluate.score import score_holdout
+from mlassets.core.evaluate.scored import evaluation_of
 from tests.core.evaluate.test_multiclass import CLASSES, mc_config, probabilities
 from tests.core.evaluate.test_score_multiclass import bundle
 
