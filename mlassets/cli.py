@@ -12,7 +12,7 @@ import warnings
 from mlassets.cli_data import add_commands as add_data_commands
 from mlassets.cli_diagnose import add_parser as add_diagnose
 from mlassets.cli_doctor import add_parser as add_doctor
-from mlassets.cli_prune import add_parser as add_prune
+from mlassets.cli_prune_work import add_parser as add_prune
 from mlassets.cli_rebuild import add_parser as add_rebuild
 from mlassets.cli_registry import add_commands
 from mlassets.core.config import ConfigError
