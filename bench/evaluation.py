@@ -26,7 +26,8 @@ import torch
 from bench.registry import Result, benchmark
 from mlassets.core.config import GateConfig, load_config, shipped_configs
 from mlassets.core.evaluate.gate import evaluate_gate
-from mlassets.core.evaluate.score import evaluation_of, measure_models, score_holdout
+from mlassets.core.evaluate.score import measure_models, score_holdout
+from mlassets.core.evaluate.scored import evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, build_model, save_bundle
 

@@ -134,6 +134,26 @@ def evaluate(work: Path) -> dict[str, Any]:
     return {"rows": evaluation.holdout_rows, "metric": evaluation.candidate[cfg.gate.main_metric]}
 
 
+@stage("drift")
+def drift(work: Path) -> dict[str, Any]:
+    """The drift report of the newest partition against a champion trained on the whole version, twice: the first
+    builds and stores the reference (a sample of the train split), the second reads it back."""
+    from mlassets.core.monitor.drift import drift_report
+    from mlassets.core.monitor.reference import Champion, new_rows, reference_rows
+
+    cfg, store = _open(work)
+    head, newest = _head(store, cfg), cfg.dataset.partitions.keys[-1]
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        report = drift_report(reference_rows(store, cfg, Champion("bench", head)), new_rows(store, cfg, head, [newest]),
+                              cfg, data_version=head, new_partitions=[newest], champion_version="bench",
+                              reference_data_version=head)
+        seconds.append(round(time.perf_counter() - start, 2))
+    return {"rows": report.new_rows, "reference_rows": report.reference_rows, "first_s": seconds[0],
+            "again_s": seconds[1], "drifted": report.drifted}
+
+
 def main(argv: list[str]) -> int:
     name, work = argv[1], Path(argv[2])
     start = time.perf_counter()

@@ -1,5 +1,5 @@
 """The ``mlassets`` command: demo, ingest, run, versions, example, ui, daemon, promote, rollback, history, rebuild,
-diagnose, doctor and prune-transactions."""
+diagnose, doctor, prune and prune-transactions."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import warnings
 from mlassets.cli.data import add_commands as add_data_commands
 from mlassets.cli.diagnose import add_parser as add_diagnose
 from mlassets.cli.doctor import add_parser as add_doctor
+from mlassets.cli.prune_work import add_parser as add_prune
 from mlassets.cli.rebuild import add_parser as add_rebuild
 from mlassets.cli.registry import add_commands
 from mlassets.core.config import ConfigError
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds since the transaction began (default 3600; in-flight ones are younger)")
     prune.add_argument("--repo", action="append", help="only this repository (repeatable; default: all)")
     prune.set_defaults(func=cmd_prune)
+    add_prune(sub)
     add_commands(sub)
     add_rebuild(sub)
     add_doctor(sub)

@@ -79,26 +79,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     cfg = config_of(args)
+    partitions = list(dict.fromkeys(args.partition))  # in the order given, each once
+    if args.source and len(partitions) > 1:
+        raise ConfigError(f"--from: a delivery is one partition's; got {len(partitions)} --partition")
 
+    from mlassets.core.data.raw import check_partition_key
     from mlassets.host.instance import get_instance
     from mlassets.host.runs import IngestFailed, ingest
 
-    try:
-        ingested = ingest(get_instance(), cfg, args.partition, delivered=args.source or "")
-    except IngestFailed as exc:
-        print(f"mlassets ingest: partition {args.partition} of {cfg.dataset.name} was rejected; nothing changed:",
-              file=sys.stderr)
-        for line in exc.checks:
-            print(f"  {line}", file=sys.stderr)
-        return 2
-    print(ingested.message)
-    for note in ingested.notes:
-        print(f"  note: {note}")
-    if ingested.missing_target:
-        print(f"  {ingested.missing_target} rows without a target {cfg.dataset.target!r}: stored, and dropped before "
-              "the split (dataset.drop_missing_target)")
-    for line in ingested.derived():
-        print(f"  {line}")
+    for partition in partitions:  # every key checked before anything lands
+        check_partition_key(cfg, partition)
+    instance = get_instance()
+    for partition in partitions:
+        try:
+            ingested = ingest(instance, cfg, partition, delivered=args.source or "")
+        except IngestFailed as exc:
+            print(f"mlassets ingest: partition {partition} of {cfg.dataset.name} was rejected; nothing changed:",
+                  file=sys.stderr)
+            for line in exc.checks:
+                print(f"  {line}", file=sys.stderr)
+            if partition != partitions[-1]:
+                print(f"  not ingested: {', '.join(partitions[partitions.index(partition) + 1:])}", file=sys.stderr)
+            return 2
+        print(ingested.message)
+        for note in ingested.notes:
+            print(f"  note: {note}")
+        if ingested.missing_target:
+            print(f"  {ingested.missing_target} rows without a target {cfg.dataset.target!r}: stored, and dropped "
+                  "before the split (dataset.drop_missing_target)")
+        for line in ingested.derived():
+            print(f"  {line}")
     return 0
 
 
@@ -173,9 +183,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--broken-shift", type=float, default=60.0, help="minutes added to those labels")
     demo.add_argument("--force", action="store_true", help="train even over training.budget_hours")
     demo.set_defaults(func=cmd_demo)
-    ingest = sub.add_parser("ingest", help="one partition into the versioned store: a new data version, or why not")
+    ingest = sub.add_parser("ingest", help="partitions into the versioned store, one data version each, or why not")
     ingest.add_argument("--config", default="flights", help=config_help)
-    ingest.add_argument("--partition", required=True, help="the partition key, e.g. 2024-03")
+    ingest.add_argument("--partition", required=True, action="append",
+                        help="the partition key, e.g. 2024-03 (repeatable: one after the other, in one command)")
     ingest.add_argument("--from", dest="source", default="",
                         help="a delivered file (or a folder of <table> files) instead of the config's path")
     ingest.set_defaults(func=cmd_ingest)

@@ -1,6 +1,5 @@
 """group evaluation: candidate and champion on the same holdout (one record); the gate's verdict on that record."""
 
-import itertools
 import math
 
 import dagster as dg
@@ -8,7 +7,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.features.store import FeatureSet, read_split
+from mlassets.core.features.store import FeatureSet
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
@@ -81,8 +80,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         metrics overall and per slice (and per class for multiclass models) with bootstrap intervals, latency and
         size, calibration for probabilistic models; the record is logged to the MLflow run too."""
         from mlassets.core.evaluate import score, stream
-        from mlassets.core.evaluate.derived import derive
-        from mlassets.core.features.store import split_column, split_tables
+        from mlassets.core.features.store import split_tables
         from mlassets.core.registry import promote, versions
         from mlassets.core.train.artifact import load_bundle
         from mlassets.core.train.mlflow_model import bundle_path
@@ -96,24 +94,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         record = {"champion_version": live, "data_version": version,
                   "dropped_missing_target": features.dropped_missing_target}
-        tables = split_tables(store, cfg, version, "holdout", budget_mb=stream.READ_BUDGET_MB)
-        first = next(tables, None)
-        if stream.streams(cfg, features.rows.get("holdout", 0), first):  # beyond the memory budget: in chunks
-            context.log.info(f"evaluation: {features.rows.get('holdout', 0)} holdout rows, scored in chunks")
-            train_y = stream.read_train_target(store, cfg, version)
-            result = stream.evaluate_logged(itertools.chain([first], tables), cfg, bundles, dirs, train_y,
-                                            score.artifact_dir(version), **record)
-        else:
-            tables.close()
-            train_y = split_column(store, cfg, version, "train", cfg.dataset.target)
-            holdout = read_split(store, cfg, version, "holdout")
-            predictions = score.score_holdout(holdout, cfg, bundles["candidate"], bundles.get("champion"))
-            derived = derive(cfg, train_y, predictions["y"].to_numpy(), has_champion=bool(live))
-            performance = score.measure_models(bundles, dirs, holdout, cfg.training.seed, cfg.gate.confidence,
-                                               threads=cfg.training.threads)
-            uri = score.log_predictions(predictions, score.artifact_dir(version))
-            result = score.evaluation_of(predictions, cfg, performance, predictions_uri=uri, derived=derived,
-                                         **record)
+        tables = split_tables(store, cfg, version, "holdout", budget_mb=stream.READ_BUDGET_MB)  # one chunk if it fits
+        train_y = stream.read_train_target(store, cfg, version)
+        result = stream.evaluate_logged(tables, cfg, bundles, dirs, train_y, score.artifact_dir(version), **record)
         score.log_evaluation(result)
         score.log_record(result, score.artifact_dir(version))
         for line in result.derived:

@@ -103,6 +103,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core.train.entry import read_result
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
         from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
+        from mlassets.core.train.workfiles import finished
         from mlassets.core.tune.apply import tuned_config
 
         version = check_data_version(features.data_version)
@@ -141,6 +142,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                          "dataset": cfg.dataset.name,
                          **mlflow_run_tags(context.run_id, cfg.dataset.name, str(names["data_version_name"]))})
         checkpoints = commit_checkpoints(store, cfg, run_key, result, out_dir / "checkpoints")
+        finished(out_dir)  # the exported splits and working checkpoints: what comes later reads the store
         yield dg.Output(checkpoints, output_name="checkpoints",
                         metadata={**names, **_checkpoint_metadata(result, checkpoints)})
         yield dg.Output(candidate, output_name="candidate",

@@ -61,8 +61,8 @@ def _multiclass(home: Path, client, experiment: str) -> None:  # noqa: ANN001 - 
     """A multiclass model whose one version's run logged its evaluation record (a real one, of seeded
     probabilities: the candidate never saw Chinstrap) and whose tags hold the gate's verdict on it."""
     from mlassets.core.evaluate.gate import evaluate_gate
-    from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
     from mlassets.core.evaluate.score import EVALUATION, artifact_dir
+    from mlassets.core.evaluate.scored import evaluate_multiclass
     from tests.core.evaluate.test_multiclass import CLASSES, mc_config, penguins_like, probabilities
 
     frame, y = penguins_like(400, seed=2)

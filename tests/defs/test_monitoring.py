@@ -24,6 +24,7 @@ from mlassets.core.data.raw import partition_tables
 from mlassets.core.monitor.decay import DecayReport
 from mlassets.core.monitor.drift import DriftReport
 from mlassets.core.records import RecordFiles
+from mlassets.core.train.workfiles import exported_splits, size_of
 from mlassets.definitions import build_definitions
 from mlassets.defs.jobs import monitor_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
@@ -48,6 +49,7 @@ class Stack:
     instance: dg.DagsterInstance
     versions: dict[str, str]  # month -> data-version partition key
     commits: dict[str, str]  # month -> its full commit id
+    work: list[int] = dataclasses.field(default_factory=list)  # bytes under work/ after each pipeline run
 
 
 def _shifted(cfg: PipelineConfig, month: str, folder: Path) -> str:
@@ -69,11 +71,12 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
             mp.delenv(var, raising=False)
         cfg = monitored()
         defs, instance = build_definitions([cfg]), get_instance()
-        versions, commits = {}, {}
+        versions, commits, work = {}, {}, []
         for month in ("2013-01", "2013-02"):
             ingested = ingest(instance, cfg, month)
             versions[month], commits[month] = ingested.key, ingested.data_version
             assert run_pipeline(instance, cfg, versions[month]).success
+            work.append(size_of(home / "work"))
         monitor = defs.resolve_job_def(monitor_job_name(cfg))
         for month in ("2013-03", "2013-04"):
             ingested = ingest(instance, cfg, month, delivered=_shifted(cfg, month, home / month))
@@ -82,7 +85,7 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
             assert run.success
         instance.create_run_for_job(defs.resolve_job_def(pipeline_job_name(cfg)),
                                     tags={"dagster/partition": versions["2013-04"]})  # queued elsewhere, say
-        yield Stack(cfg, defs, instance, versions, commits)
+        yield Stack(cfg, defs, instance, versions, commits, work)
         instance.dispose()
 
 
@@ -110,6 +113,15 @@ def test_reports_compare_each_version_with_the_champions_training_rows(stack):
     assert {r.scope for r in unshifted.rows} == {"all"} and len(unshifted.skipped) > 10  # every slice value
     assert shifted.new_partitions == ["2013-03"] and shifted.drifted and covered.drifted
     assert shifted.reasons[0].startswith("feature distance: PSI ") and shifted.reasons[0].endswith("> 0.5 (all rows)")
+
+
+@pytest.mark.e2e
+def test_finished_runs_leave_no_copy_of_the_training_data(stack):
+    work = paths.home() / "work"
+    assert exported_splits(work) == [] and not list(work.glob("*/train/*/*/checkpoints"))
+    runs = list(work.glob("*/train/*/*"))
+    assert len(runs) == 2 and all((run / "telemetry").is_dir() for run in runs)  # what the dashboard reads stays
+    print(f"work/ after each pipeline run: {stack.work} bytes")
 
 
 @pytest.mark.e2e

@@ -112,29 +112,3 @@ def row_interval(column: str, label: str, loss_c: np.ndarray, loss_h: np.ndarray
     boot = bootstrap_relative_change(loss_c, loss_h, samples, rng, root)
     (lo,), (hi,) = interval(boot[:, None], confidence)
     return float(lo), float(hi)
-
-
-def slice_intervals(
-    column: str, labels: list[str], codes: np.ndarray, counts: np.ndarray, loss_c: np.ndarray, loss_h: np.ndarray,
-    samples: int, confidence: float, seed: int, root: bool = False, grouped: GroupBootstrap | None = None,
-) -> tuple[np.ndarray, np.ndarray, GroupBootstrap | None]:
-    """``(low, high, grouped)``: the paired interval of every value of one slice column (NaN without rows).
-
-    Values of at most ``GROUPS`` rows get the exact row bootstrap from a generator of their own (seeded by
-    ``seed`` and the slice's name), larger ones the random-group bootstrap; either way a value's interval
-    does not depend on the other values. Pass the returned ``grouped`` to the next column of the same rows.
-    """
-    import numpy as np
-
-    lo, hi = np.full(len(labels), np.nan), np.full(len(labels), np.nan)
-    large = [k for k in range(len(labels)) if counts[k] > GROUPS]
-    for k in range(len(labels)):
-        if 0 < counts[k] <= GROUPS:
-            rows = np.flatnonzero(codes == k)
-            lo[k], hi[k] = row_interval(column, labels[k], loss_c[rows], loss_h[rows], samples, confidence, seed, root)
-    if large:
-        grouped = grouped or GroupBootstrap(loss_c.size, samples, seed, GROUPS)
-        gc = grouped.group_sums(codes, len(labels), loss_c)[large]
-        gh = grouped.group_sums(codes, len(labels), loss_h)[large]
-        lo[large], hi[large] = interval(grouped.relative_change(gc, gh, root), confidence)
-    return lo, hi, grouped

@@ -123,16 +123,6 @@ def model_metrics(task: str, y_true: Any, y_pred: Any, bins: int = DEFAULT_BINS)
     raise ValueError(f"unknown task {task!r} (expected 'regression' or 'binary')")
 
 
-def slice_groups(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """``(codes, labels, rows per label)`` of slice column ``col``; KeyError if the frame lacks it."""
-    import numpy as np
-
-    if col not in frame.columns:
-        raise KeyError(f"slice column {col!r} is not in the frame")
-    codes, labels = slice_codes(frame[col])
-    return codes, labels, np.bincount(codes, minlength=len(labels))
-
-
 def slice_codes(column: pd.Series | np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Integer codes per row and the string label of each code (missing values form a ``nan`` group).
 
@@ -158,11 +148,3 @@ def slice_metric_names(task: str, main_metric: str = "mae") -> list[str]:
     """The per-slice metrics of a task: the main metric always among them."""
     names = ["logloss", "brier"] if task == "binary" else ["mae"]
     return names if main_metric in names else [*names, main_metric]
-
-
-def slice_means(codes: np.ndarray, n_labels: int, counts: np.ndarray, metric: Metric, loss: np.ndarray) -> np.ndarray:
-    """The metric of each slice value from per-row losses (NaN for a value without rows)."""
-    import numpy as np
-
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return metric.finish(np.bincount(codes, weights=loss, minlength=n_labels) / counts)

@@ -17,7 +17,8 @@ and for the true class (the slice named after the target), all sharing one row-g
 as ``GroupBootstrap`` draws it at once. The main metric (log loss or accuracy, both means of per-row values) is the
 only one with an interval, so every interval is the in-memory one exactly (the same row groups, resample weights and
 small-value row bootstraps), up to the order of float sums. Macro-F1 per value comes from per-value (true, predicted)
-counts. The record equals ``multiclass_record.evaluate_multiclass`` of the same rows to float rounding.
+counts. The record is the same whatever the chunks, to float rounding (rows scored at once are one chunk:
+``scored.evaluate_multiclass``).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class MulticlassSums:
         return {"logloss": loss / n if n else math.nan, "accuracy": hits / n if n else math.nan}
 
     def fields(self) -> dict[str, Any]:
-        """The model-dependent fields of ``multiclass_record.evaluate_multiclass``'s record of the rows added."""
+        """The model-dependent fields of the multiclass record of the rows added."""
         import numpy as np
 
         order = self.ids.order()

@@ -8,7 +8,6 @@ import math
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import numpy as np
@@ -24,8 +23,7 @@ from mlassets.core.evaluate.latency import (
     median_of_medians,
     torch_threads,
 )
-from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
-from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes
 from mlassets.core.train.outputs import class_frame, probabilities
 from mlassets.core.train.splits import class_label
@@ -118,20 +116,6 @@ def has_champion(predictions: pd.DataFrame) -> bool:
     if probabilities(predictions, "candidate") is not None:  # multiclass: the champion's probability columns
         return probabilities(predictions, "champion") is not None
     return not np.isnan(predictions["champion"].to_numpy(dtype=np.float64)).all()
-
-
-def evaluation_of(
-    predictions: pd.DataFrame, cfg: PipelineConfig, performance: dict[str, dict[str, float]] | None = None,
-    **context: Any,
-) -> Evaluation:
-    """The evaluation record of a scored holdout (see ``score_holdout``); ``performance`` is attached as measured
-    and ``context`` (champion_version, data_version, predictions_uri) is recorded as given."""
-    if cfg.dataset.task == "multiclass":
-        return evaluate_multiclass(predictions, predictions["y"], probabilities(predictions, "candidate"),
-                                   probabilities(predictions, "champion"), cfg, performance=performance, **context)
-    champion = predictions["champion"].to_numpy()
-    return evaluate_models(predictions, predictions["y"].to_numpy(), predictions["candidate"].to_numpy(),
-                           champion if has_champion(predictions) else None, cfg, performance=performance, **context)
 
 
 def metric_key(*parts: str) -> str:

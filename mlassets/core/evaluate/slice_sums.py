@@ -1,15 +1,15 @@
 """Per-slice metrics and their paired bootstrap intervals over a streamed holdout, chunk by chunk.
 
-The intervals are those of ``bootstrap.slice_intervals``, computed from what a chunk leaves behind:
+The intervals are the paired bootstrap of all the rows at once, computed from what a chunk leaves behind:
 
 * every row is assigned to one of ``GROUPS`` groups by the same seeded stream as ``GroupBootstrap`` (drawn chunk
   after chunk in row order, it is the same sequence as drawn at once), and each slice value keeps its loss sums per
   group (``[values, GROUPS]`` per model): a value of more than ``GROUPS`` rows gets the random-group bootstrap;
 * a value's per-row losses are kept while it has at most ``GROUPS`` rows (then dropped): a value that ends that
-  small gets the exact row bootstrap from its own generator, as in memory.
+  small gets the exact row bootstrap from its own generator (``bootstrap.row_interval``).
 
-So the memory is ``O(slice values x GROUPS)`` whatever the number of rows, and the intervals equal the in-memory
-ones on the same rows in the same order, up to the order of float sums.
+So the memory is ``O(slice values x GROUPS)`` whatever the number of rows, and the intervals are the same whatever
+the chunks, up to the order of float sums.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class SliceSums:
                 kept[model].append(losses[model][self.main][rows])
 
     def slice_rows(self, cfg: PipelineConfig, grouped: GroupBootstrap | None) -> list[SliceRow]:
-        """The rows ``record.grouped_slice_rows`` gives on the same rows: values sorted, those without rows left out."""
+        """One row per value of the column: values sorted, those without rows left out."""
         import numpy as np
 
         main = get_metric(self.main)

@@ -1,21 +1,20 @@
-"""Evaluation of a holdout larger than the memory budget: scored chunk by chunk, never held whole.
+"""Evaluation of a holdout, scored chunk by chunk, never held whole: the one evaluation path.
 
 Each chunk (an Arrow table of ``features.store.split_tables``) is scored by both models (``score.score_holdout``),
 its scored rows appended to the predictions file, and added to accumulators: overall metrics and calibration bins
 (``accumulate``), per-slice sums and bootstrap units (``slice_sums``), the naive baseline's metrics; a multiclass
 holdout's class probabilities go to ``multiclass_sums`` (counts keyed by class, the label space sorted at the end).
 What stays is ``O(slice values x bootstrap groups)`` numbers (and ``O(slice values x classes^2)`` counts) and a
-latency sample of at most ``LATENCY_SAMPLE_ROWS`` rows of the first chunk. The record is the same ``Evaluation`` the
-in-memory path builds, to float rounding, with the same intervals (see ``slice_sums``), so the gate, registry and
-dashboard read it unchanged.
-
-``streams`` chooses: a holdout of any task streams when it would not fit one batch of ``dataset.memory_budget_mb``.
+latency sample of at most ``LATENCY_SAMPLE_ROWS`` rows of the first chunk. A holdout that fits one batch is its
+one-chunk case, and rows scored elsewhere (``evaluate_scored``, behind ``scored.evaluation_of``, ``evaluate_models``
+and ``evaluate_multiclass``) go through the same accumulators as one chunk: there is no second
+implementation of a metric, a slice row or an interval (see ``slice_sums`` for how the intervals are the paired
+bootstrap of all rows at once).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +34,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from mlassets.core.data.store import VersionedStore
+    from mlassets.core.evaluate.derived import Derived
     from mlassets.core.train.artifact import ModelBundle
 
-STREAM_ENV = "MLASSETS_EVAL_STREAM"  # "always" / "never" force the choice (tests, benchmarks); unset: by size
-STREAM_ABOVE_ROWS: int | None = None  # a holdout of more rows streams; None: more than one batch of the budget
 SCORE_ROWS = 65_536  # rows scored at once (as pandas, features and model outputs): the scoring's memory bound
 # what a streamed evaluation reads at once (the holdout, the training target), in MiB, at most the dataset's budget:
 # rows are scored SCORE_ROWS at a time and the target only summed, so bigger batches add nothing but their working
@@ -46,30 +44,20 @@ SCORE_ROWS = 65_536  # rows scored at once (as pandas, features and model output
 READ_BUDGET_MB = 64
 
 
-def streams(cfg: PipelineConfig, holdout_rows: int, first: pa.Table | None) -> bool:
-    """Whether the holdout is evaluated in chunks: it holds more rows than one batch of the memory budget (the
-    row width measured on its ``first`` batch), or ``STREAM_ENV`` / ``STREAM_ABOVE_ROWS`` say so."""
-    from mlassets.core.data.budget import batch_rows
-
-    if first is None:
-        return False
-    forced = os.environ.get(STREAM_ENV, "").strip().lower()
-    if forced in ("always", "never"):
-        return forced == "always"
-    limit = STREAM_ABOVE_ROWS
-    if limit is None:
-        limit = batch_rows(cfg.dataset.memory_budget_mb, first.nbytes / max(first.num_rows, 1))
-    return holdout_rows > limit
-
-
 class ValueSums:
     """A regression or binary holdout's accumulators: each model's overall metrics (``accumulate``), the candidate's
     prediction stats, the slices (``slice_sums``) and the naive baseline's metrics."""
 
-    def __init__(self, cfg: PipelineConfig, has_champion: bool, train_y: np.ndarray | TrainTarget) -> None:
-        task, train_y = cfg.dataset.task, as_train_target(train_y)
-        low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
-        self.constant = baseline_constant(cfg, train_y)
+    def __init__(self, cfg: PipelineConfig, has_champion: bool, train_y: np.ndarray | TrainTarget | None,
+                 derived: Derived | None = None) -> None:
+        task = cfg.dataset.task
+        if train_y is None:  # rows scored elsewhere: the sanity range of ``derived``, no baseline to add up
+            low, high = _prediction_range(cfg, derived)
+            self.constant = None
+        else:
+            train_y = as_train_target(train_y)
+            low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
+            self.constant = baseline_constant(cfg, train_y)
         self.overall = {model: ModelSums(task) for model in (["candidate", "champion"] if has_champion
                                                              else ["candidate"])}
         self.predictions, self.slices = PredictionSums(low, high), SlicesSums(cfg, has_champion)
@@ -94,7 +82,7 @@ class ValueSums:
         return self.baseline.metrics() if self.baseline is not None else None
 
     def fields(self) -> dict[str, Any]:
-        """The model-dependent fields of ``record.evaluate_models``' record of the rows added."""
+        """The model-dependent fields of the record of the rows added."""
         champion = self.overall.get("champion")
         calibration = None
         if self.task == "binary":
@@ -115,7 +103,7 @@ class StreamedHoldout:
 
     def evaluation(self, derived: Any = None, performance: dict[str, dict[str, float]] | None = None,
                    **context: Any) -> Evaluation:
-        """The record ``score.evaluation_of`` builds of the same rows (``context``: champion_version, data_version,
+        """The record of the rows added (``context``: champion_version, data_version,
         predictions_uri, dropped_missing_target)."""
         cfg, missing = self.cfg, self.sums.missing_target
         if missing:  # as in memory: a metric of a missing target would be NaN, blamed on the model
@@ -126,6 +114,20 @@ class StreamedHoldout:
             performance=dict(performance or {}), baseline=derived.baseline if derived else None,
             derived=list(derived.lines) if derived else [], **self.sums.fields(), **context,
         )
+
+
+def evaluate_scored(scored: pd.DataFrame, cfg: PipelineConfig, has_champion: bool, *, derived: Derived | None = None,
+                    performance: dict[str, dict[str, float]] | None = None, **context: Any) -> Evaluation:
+    """The record of holdout rows already scored (the columns of ``score.score_holdout``), as one chunk:
+    ``derived`` gives the sanity range and the naive baseline as computed by the caller."""
+    import numpy as np
+
+    if cfg.dataset.task == "multiclass":
+        sums: ValueSums | MulticlassSums = MulticlassSums(cfg, has_champion, np.empty(0))
+    else:
+        sums = ValueSums(cfg, has_champion, None, derived)
+    sums.add(scored)
+    return StreamedHoldout(cfg, sums).evaluation(derived, performance, **context)
 
 
 def read_train_target(store: VersionedStore, cfg: PipelineConfig, data_version: str

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.monitor.sample import Rows, category_keys
 from mlassets.core.records import Record
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ EPSILON = 1e-4  # share given to an empty bin
 BINS = 10  # reference quantile bins of a numeric feature
 ALL = "all"
 PSI, KS = "psi", "ks_pvalue"
-MISSING, UNSEEN, OTHER = "(missing)", "(unseen)", "(other)"
+UNSEEN, OTHER = "(unseen)", "(other)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,17 +59,6 @@ class DriftReport(Record):
     reasons: list[str]  # one sentence per drifted row, overall first
     skipped: list[str] = field(default_factory=list)  # scopes with too few rows to compare
     note: str = ""
-
-
-def category_keys(series: pd.Series) -> pd.Series:
-    """A categorical column as comparable strings: 5.0 reads as "5", missing values as ``(missing)``."""
-    import numpy as np
-    import pandas as pd
-
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    names = [str(int(u)) if isinstance(u, float | np.floating) and float(u).is_integer() else str(u)
-             for u in uniques]
-    return pd.Series(np.array([*names, MISSING], dtype=object)[codes], index=series.index)
 
 
 def _psi(ref_share: np.ndarray, new_share: np.ndarray) -> float:
@@ -146,10 +136,12 @@ def _reason(row: DriftRow, target: str) -> str:
 
 
 def compare_scope(reference: pd.DataFrame, new: pd.DataFrame, cfg: PipelineConfig, scope: str = ALL,
-                  skip: str | None = None) -> list[DriftRow]:
-    """Every feature's PSI and the target's KS p-value between two frames (``skip``: a slice's own column)."""
+                  skip: str | None = None, counts: tuple[int, int] | None = None) -> list[DriftRow]:
+    """Every feature's PSI and the target's KS p-value between two frames (``skip``: a slice's own column);
+    ``counts``: the scope's ``(reference, new)`` rows where the frames are samples of them."""
     mon, feats, target = cfg.monitoring, cfg.features, cfg.dataset.target
-    sizes = {"new_rows": len(new), "reference_rows": len(reference)}
+    n_ref, n_new = counts or (len(reference), len(new))
+    sizes = {"new_rows": n_new, "reference_rows": n_ref}
     rows = []
     for column in [*feats.categorical, *feats.numeric]:
         if column == skip:
@@ -175,27 +167,40 @@ def compare_scope(reference: pd.DataFrame, new: pd.DataFrame, cfg: PipelineConfi
     return rows
 
 
-def compare(reference: pd.DataFrame, new: pd.DataFrame, cfg: PipelineConfig) -> tuple[list[DriftRow], list[str]]:
-    """Rows of every scope with enough rows on both sides (all rows, then each slice value), and the skipped."""
+def _rows(side: pd.DataFrame | Rows, cfg: PipelineConfig) -> Rows:
+    return side if isinstance(side, Rows) else Rows.whole(side, cfg.dataset.slices)
+
+
+def compare(reference: pd.DataFrame | Rows, new: pd.DataFrame | Rows,
+            cfg: PipelineConfig) -> tuple[list[DriftRow], list[str]]:
+    """Rows of every scope with enough rows on both sides (all rows, then each slice value), and the skipped. A side
+    is a frame of all its rows, or ``Rows``: a sample of them with their exact counts (a scope is compared when
+    both its counts and its sampled rows reach ``monitoring.drift_min_rows``)."""
     least = cfg.monitoring.drift_min_rows
+    reference, new = _rows(reference, cfg), _rows(new, cfg)
     rows: list[DriftRow] = []
     skipped: list[str] = []
 
-    def enough(scope: str, n_ref: int, n_new: int) -> bool:
-        if min(n_ref, n_new) >= least:
-            return True
-        skipped.append(f"{scope}: {n_new} new rows, {n_ref} reference rows (fewer than {least})")
-        return False
+    def enough(scope: str, counts: tuple[int, int], sampled: tuple[int, int]) -> bool:
+        (n_ref, n_new), (s_ref, s_new) = counts, sampled
+        if min(n_ref, n_new) < least:
+            skipped.append(f"{scope}: {n_new} new rows, {n_ref} reference rows (fewer than {least})")
+        elif min(s_ref, s_new) < least:
+            skipped.append(f"{scope}: {n_new} new rows, {n_ref} reference rows, of which {s_new} and {s_ref} "
+                           f"sampled (fewer than {least})")
+        return min(n_ref, n_new, s_ref, s_new) >= least
 
-    if enough(ALL, len(reference), len(new)):
-        rows.extend(compare_scope(reference, new, cfg))
+    ref_frame, new_frame = reference.frame, new.frame
+    whole = (reference.total, new.total)
+    if enough(ALL, whole, (len(ref_frame), len(new_frame))):
+        rows.extend(compare_scope(ref_frame, new_frame, cfg, counts=whole))
     for column in cfg.dataset.slices:
-        ref_keys, new_keys = category_keys(reference[column]), category_keys(new[column])
-        ref_counts = ref_keys.value_counts()
-        for value in sorted(new_keys.unique()):
-            scope = f"slice {column}={value}"
-            if enough(scope, int(ref_counts.get(value, 0)), int((new_keys == value).sum())):
-                rows.extend(compare_scope(reference[ref_keys == value], new[new_keys == value], cfg, scope, column))
+        ref_keys, new_keys = category_keys(ref_frame[column]), category_keys(new_frame[column])
+        for value in sorted(new.slices.get(column, {})):
+            scope, counts = f"slice {column}={value}", (reference.count(column, value), new.count(column, value))
+            ref_part, new_part = ref_frame[ref_keys == value], new_frame[new_keys == value]
+            if enough(scope, counts, (len(ref_part), len(new_part))):
+                rows.extend(compare_scope(ref_part, new_part, cfg, scope, column, counts))
     return rows, skipped
 
 
@@ -207,15 +212,18 @@ def reasons_of(rows: list[DriftRow], target: str) -> list[str]:
     return [_reason(r, target) for r in drifted]
 
 
-def drift_report(reference: pd.DataFrame, new: pd.DataFrame, cfg: PipelineConfig, *, data_version: str,
-                 new_partitions: list[str], champion_version: str, reference_data_version: str) -> DriftReport:
-    """Compare ``new`` (the version's new rows) with ``reference`` (the champion's training rows)."""
+def drift_report(reference: pd.DataFrame | Rows, new: pd.DataFrame | Rows, cfg: PipelineConfig, *,
+                 data_version: str, new_partitions: list[str], champion_version: str,
+                 reference_data_version: str) -> DriftReport:
+    """Compare ``new`` (the version's new rows) with ``reference`` (the champion's training rows), each a frame or
+    ``Rows`` (a sample and exact counts)."""
+    reference, new = _rows(reference, cfg), _rows(new, cfg)
     rows, skipped = compare(reference, new, cfg)
     reasons = reasons_of(rows, cfg.dataset.target)
     note = "" if rows else "too few rows to compare (see skipped)"
     return DriftReport(data_version=data_version, new_partitions=list(new_partitions),
                        champion_version=champion_version, reference_data_version=reference_data_version,
-                       new_rows=len(new), reference_rows=len(reference), rows=rows, drifted=bool(reasons),
+                       new_rows=new.total, reference_rows=reference.total, rows=rows, drifted=bool(reasons),
                        reasons=reasons, skipped=skipped, note=note)
 
 

@@ -19,8 +19,8 @@ from mlassets.core.evaluate.calibration import (
     reliability_table,
 )
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
-from mlassets.core.evaluate.record import Evaluation, evaluate_models
-from mlassets.core.evaluate.score import evaluation_of
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.evaluate.scored import evaluate_models, evaluation_of
 
 BINARY = GateConfig(main_metric="logloss", tolerance=0.02, absolute_max_metric=0.69, calibration_max_ece=0.05,
                     prediction_min=0.0, prediction_max=1.0)

@@ -15,8 +15,8 @@ from mlassets.core.data.partition_checks import validate_row_change, validate_ta
 from mlassets.core.data.schema import min_rows_of, validate_min_rows
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.gate import evaluate_gate
-from mlassets.core.evaluate.record import evaluate_models
 from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
+from mlassets.core.evaluate.scored import evaluate_models
 
 DERIVED = GateConfig(slice_min_rows=200)  # the platform's defaults: no absolute limit, no sanity range
 

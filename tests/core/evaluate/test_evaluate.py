@@ -11,8 +11,9 @@ import pytest
 
 from mlassets.core.config import GateConfig, PipelineConfig, load_config, shipped_configs
 from mlassets.core.evaluate.metrics import metric_value, regression_metrics
-from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.evaluate.score import evaluation_metrics, metric_key
+from mlassets.core.evaluate.scored import evaluate_models
 
 
 def config(slices: list[str], main_metric: str = "mae", **gate: object) -> PipelineConfig:

@@ -12,7 +12,8 @@ import pytest
 from mlassets.core.config import GateConfig, PipelineConfig, load_config, shipped_configs
 from mlassets.core.evaluate.bootstrap import GroupBootstrap, bootstrap_relative_change, interval
 from mlassets.core.evaluate.gate import GateResult, RuleResult, evaluate_gate
-from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.evaluate.scored import evaluate_models
 
 CFG = GateConfig(
     main_metric="mae",

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mlassets.core.evaluate.gate import GateResult, RuleResult, evaluate_gate
-from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
+from mlassets.core.evaluate.scored import evaluate_multiclass
 from tests.core.evaluate.test_multiclass import CLASSES, mc_config, penguins_like, probabilities
 
 

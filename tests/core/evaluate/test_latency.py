@@ -20,8 +20,8 @@ from mlassets.core.evaluate.latency import (
     measure_latency,
     median_of_medians,
 )
-from mlassets.core.evaluate.record import evaluate_models
 from mlassets.core.evaluate.score import measure_models
+from mlassets.core.evaluate.scored import evaluate_models
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes, save_bundle
 from mlassets.core.train.model import TabularMLP

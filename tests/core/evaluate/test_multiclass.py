@@ -11,8 +11,8 @@ import pytest
 
 from mlassets.core.config import PipelineConfig, load_config, parse_config, shipped_configs
 from mlassets.core.evaluate import multiclass as mc
-from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
-from mlassets.core.evaluate.record import Evaluation, evaluate_models
+from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.evaluate.scored import evaluate_models, evaluate_multiclass
 
 CLASSES = ["Adelie", "Chinstrap", "Gentoo"]
 

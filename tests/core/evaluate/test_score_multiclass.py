@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import torch
 
-from mlassets.core.evaluate.multiclass_record import evaluate_multiclass
-from mlassets.core.evaluate.score import evaluation_of, has_champion, score_holdout
+from mlassets.core.evaluate.score import has_champion, score_holdout
+from mlassets.core.evaluate.scored import evaluate_multiclass, evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, build_model
 from mlassets.core.train.mlflow_model import signature_of

@@ -1,5 +1,6 @@
-"""The streaming evaluation against the in-memory one on real holdouts (flights: regression; orders_late: binary):
-the same record to float rounding, the same intervals, the same gate verdicts; chunk size changes nothing; the
+"""The streamed evaluation in chunks against the whole holdout scored at once and evaluated as one chunk (its
+baseline derived from the holdout's target) on real holdouts (flights: regression; orders_late: binary): the same
+record to float rounding, the same intervals, the same gate verdicts; chunk size changes nothing; the
 predictions file written chunk by chunk holds the scored rows; the accumulators do not grow with the rows."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from mlassets.core.evaluate import stream
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.gate import evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.score import evaluation_of, score_holdout
+from mlassets.core.evaluate.score import score_holdout
+from mlassets.core.evaluate.scored import evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.features.store import read_split, split_column, split_tables, write_features
 from mlassets.core.train.artifact import ModelBundle, build_model
@@ -91,7 +93,7 @@ def late(tmp_path_factory: pytest.TempPathFactory) -> Data:
 
 
 def in_memory(data: Data, candidate, champion) -> tuple[Evaluation, pd.DataFrame]:
-    """What the asset does today with the holdout in one frame."""
+    """The holdout scored in one frame, evaluated as one chunk, its baseline derived from its target at once."""
     predictions = score_holdout(read_split(data.store, data.cfg, data.version, "holdout"), data.cfg, candidate,
                                 champion)
     derived = derive(data.cfg, data.train_y, predictions["y"].to_numpy(), has_champion=champion is not None)
@@ -205,19 +207,6 @@ def test_the_asset_batches_and_the_predictions_file(flights, monkeypatch, tmp_pa
         assert stored[column].astype(str).tolist() == predictions[column].astype(str).tolist()
     np.testing.assert_allclose(stored[["y", "candidate", "champion"]].to_numpy(),
                                predictions[["y", "candidate", "champion"]].to_numpy())
-
-
-def test_which_holdouts_stream(flights, monkeypatch) -> None:
-    first = next(iter(split_tables(flights.store, flights.cfg, flights.version, "holdout")))
-    monkeypatch.delenv(stream.STREAM_ENV, raising=False)
-    assert not stream.streams(flights.cfg, first.num_rows, first)  # a small holdout keeps the in-memory path
-    assert stream.streams(flights.cfg, 10_000_000, first)  # ten million rows do not fit a 1 GiB budget's batch
-    assert stream.streams(dataclasses.replace(flights.cfg, dataset=dataclasses.replace(
-        flights.cfg.dataset, task="multiclass")), 10_000_000, first)  # every task by the same rule
-    monkeypatch.setattr(stream, "STREAM_ABOVE_ROWS", 0)
-    assert stream.streams(flights.cfg, first.num_rows, first)
-    monkeypatch.setenv(stream.STREAM_ENV, "never")
-    assert not stream.streams(flights.cfg, first.num_rows, first)
 
 
 def _peak_bytes(rows: int, chunk: int = 4000) -> int:

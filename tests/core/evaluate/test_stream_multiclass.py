@@ -1,4 +1,4 @@
-"""The streaming evaluation of a multiclass holdout against the in-memory one on the same predictions: the same record
+"""The streamed evaluation of a multiclass holdout in chunks against the same predictions as one chunk: the same record
 (overall metrics, class rows, slice rows and intervals, sanity counts, derived baseline) to float rounding, whatever
 the chunks; the same gate verdicts; a class only one model knows; missing targets refused; real bundles and the
 predictions file; memory that does not grow with the rows."""
@@ -22,7 +22,8 @@ from mlassets.core.evaluate import stream
 from mlassets.core.evaluate.bootstrap import GROUPS
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.score import evaluation_of, score_holdout
+from mlassets.core.evaluate.score import score_holdout
+from mlassets.core.evaluate.scored import evaluation_of
 from tests.core.evaluate.test_multiclass import CLASSES, mc_config, probabilities
 from tests.core.evaluate.test_score_multiclass import bundle
 
@@ -66,7 +67,7 @@ TRAIN_Y = np.array(["Adelie"] * 50 + ["Gentoo"] * 35 + ["Chinstrap"] * 15, dtype
 
 
 def in_memory(frame: pd.DataFrame, cfg: PipelineConfig, candidate, champion) -> Evaluation:
-    """What the asset does with the holdout in one frame."""
+    """The holdout scored in one frame, evaluated as one chunk, its baseline derived from its target at once."""
     predictions = score_holdout(frame, cfg, candidate, champion)
     derived = derive(cfg, TRAIN_Y, predictions["y"].to_numpy(), has_champion=champion is not None)
     return evaluation_of(predictions, cfg, derived=derived)
@@ -203,16 +204,6 @@ def test_real_bundles_and_the_predictions_file(tmp_path) -> None:
     numbers = [c for c in scored.columns if "_probability_" in c]
     np.testing.assert_allclose(stored[numbers].to_numpy(), scored[numbers].to_numpy(), rtol=1e-6)
     assert_same_multiclass(evaluation_of(stored, cfg), evaluation_of(scored, cfg), rel=1e-6)  # the file gives it back
-
-
-def test_a_multiclass_holdout_streams_by_the_same_size_rule(frame, monkeypatch) -> None:
-    cfg, first = mc_config(), next(chunks(frame, (1000,)))
-    monkeypatch.delenv(stream.STREAM_ENV, raising=False)
-    assert not stream.streams(cfg, len(frame), first) and stream.streams(cfg, 100_000_000, first)
-    monkeypatch.setenv(stream.STREAM_ENV, "always")
-    assert stream.streams(cfg, len(frame), first)
-    monkeypatch.setenv(stream.STREAM_ENV, "never")
-    assert not stream.streams(cfg, 100_000_000, first)
 
 
 def _peak_bytes(rows: int, chunk: int = 4000) -> int:
