@@ -14,7 +14,7 @@ def cmd_trace_serving(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mlassets.core.diagnose.serving_trace import trace_requests
-    from mlassets.serving import load_champion
+    from mlassets.serve import load_champion
 
     if not args.rows:
         raise ValueError("--trace-serving needs --rows FILE (a Parquet file of raw feature rows)")
