@@ -15,6 +15,7 @@ from mlassets.cli_doctor import add_parser as add_doctor
 from mlassets.cli_rebuild import add_parser as add_rebuild
 from mlassets.cli_registry import add_commands
 from mlassets.core.config import ConfigError
+from mlassets.serve.cli import add_parser as add_serve
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rebuild(sub)
     add_doctor(sub)
     add_diagnose(sub)
+    add_serve(sub)
     return parser
 
 

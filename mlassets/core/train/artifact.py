@@ -65,10 +65,14 @@ class ModelBundle:
         """Target units, P(target = 1) or class probabilities (float64), for raw feature rows."""
         with _TRACER.start_as_current_span("preprocessing", attributes={"rows": len(df)}):
             x_cat, x_num = self.preprocessor.transform(df)
-        family = family_of(self.family)
         with _TRACER.start_as_current_span("model", attributes={"rows": len(df)}):
-            parts = [family.predict(self.model, x_cat[s:s + batch_size], x_num[s:s + batch_size])
-                     for s in range(0, len(df), batch_size)]
+            return self.forward(x_cat, x_num, batch_size)
+
+    def forward(self, x_cat: np.ndarray, x_num: np.ndarray, batch_size: int = 65536) -> np.ndarray:
+        """``predict`` after preprocessing: the model on ``preprocessor.transform``'s arrays, post-processed."""
+        family = family_of(self.family)
+        parts = [family.predict(self.model, x_cat[s:s + batch_size], x_num[s:s + batch_size])
+                 for s in range(0, len(x_cat), batch_size)]
         k = output_size(self.task, self.classes)
         out = np.concatenate(parts) if parts else np.empty((0, k) if k > 1 else 0)
         return postprocess(out.astype(np.float64, copy=False), self.task, self.target_center, self.target_scale,
