@@ -23,8 +23,12 @@ def find_config(model: str, spec: str | None) -> PipelineConfig | None:
     return None
 
 
-def build(model: str, config: str | None = None, poll: bool = True):  # noqa: ANN201 - FastAPI, imported lazily
-    """The app of ``model``'s champion, loaded through ``load_champion``'s checks (a ``ServingError`` otherwise)."""
+def build(model: str, config: str | None = None, poll: bool = True,  # noqa: ANN201 - FastAPI, imported lazily
+          **settings_overrides: object):
+    """The app of ``model``'s champion, loaded through ``load_champion``'s checks (a ``ServingError`` otherwise);
+    ``settings_overrides`` replace keys of the config's ``serving`` section."""
+    import dataclasses
+
     from mlassets.core.config.serving import ServingConfig
     from mlassets.core.diagnose import spans
     from mlassets.serve.app import create_app
@@ -36,7 +40,7 @@ def build(model: str, config: str | None = None, poll: bool = True):  # noqa: AN
     served = load_champion(model)
     pre = served.bundle.preprocessor
     spans.enable(paths.home() / TRACE_FILE)
-    settings = cfg.serving if cfg is not None else ServingConfig()
+    settings = dataclasses.replace(cfg.serving if cfg is not None else ServingConfig(), **settings_overrides)
     return create_app(Champion(served), schema_of(pre.categorical, pre.numeric, cfg), settings, poll)
 
 

@@ -1,0 +1,71 @@
+"""``mlassets serve`` as a user runs it: a real process on a loopback port, answering, then stopped; a model
+without a champion is refused at start with the sentence ``load_champion`` gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from mlassets.core.registry import promote
+from tests.core.registry import test_promotion as shared
+
+reg = shared.reg
+Registry = shared.Registry
+FEATURES = [*shared.FLIGHTS.features.categorical, *shared.FLIGHTS.features.numeric]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mlassets.cli", "serve", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+
+
+def test_mlassets_serve_answers_on_loopback_and_stops(reg: Registry) -> None:
+    reg.add(True)
+    promote.promote(reg.name, "1")
+    port = _free_port()
+    proc = _serve(reg.name, "--config", "flights", "--port", str(port))
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                if httpx.get(f"{base}/ready", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "mlassets serve did not get ready"
+            time.sleep(0.2)
+        rows = shared.flights_rows(3, seed=4)[FEATURES]
+        answer = httpx.post(f"{base}/invocations", timeout=30,
+                            json={"dataframe_split": json.loads(rows.to_json(orient="split", index=False))})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["version"] == "1" and len(answer.json()["predictions"]) == 3
+    finally:
+        proc.terminate()
+        try:
+            out, _err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _err = proc.communicate()
+    assert f"serving {reg.name} v1 (gate passed) on http://127.0.0.1:{port}" in out
+
+
+def test_mlassets_serve_refuses_a_model_without_a_champion(reg: Registry) -> None:
+    reg.add(True)
+    proc = _serve(reg.name, "--port", str(_free_port()))
+    _out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 2
+    assert f"mlassets serve: refused: model '{reg.name}' has no champion in the promotion log" in err
