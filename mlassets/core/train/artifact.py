@@ -21,6 +21,7 @@ import pandas as pd
 from opentelemetry import trace
 
 from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train import plugin_code
 from mlassets.core.train.family import FeatureSpec, family_of, output_size
 
 FORMAT_VERSION = 2  # 2: any family (1: the MLP only, still read)
@@ -142,9 +143,12 @@ def save_bundle(bundle: ModelBundle, directory: str | Path) -> Path:
             "classes": list(bundle.classes),
             "meta": {str(k): str(v) for k, v in bundle.meta.items()},
         }
+        code = plugin_code.package(bundle.model_config, tmp)  # a file plug-in's source travels with the model
+        if code is not None:
+            doc["plugin_code"] = code
         (tmp / BUNDLE).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         files = {name: {"sha256": _sha256(tmp / name), "size": (tmp / name).stat().st_size}
-                 for name in (family.weights_file, BUNDLE)}
+                 for name in (family.weights_file, BUNDLE, *([code["file"]] if code else []))}
         manifest = {"format_version": FORMAT_VERSION, "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         old = None
@@ -231,7 +235,9 @@ def load_bundle(directory: str | Path) -> ModelBundle:
         family=str(doc["family"]),
         classes=classes,
     )
-    bundle.model = family_of(bundle.family).load(directory, bundle.spec, bundle.model_config)
+    if doc.get("plugin_code"):
+        verify_manifest(directory, (BUNDLE, doc["weights_file"], str(doc["plugin_code"]["file"])))
+    bundle.model = family_of(bundle.family).load(directory, bundle.spec, plugin_code.resolve(doc, directory))
     return bundle
 
 
