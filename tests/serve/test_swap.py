@@ -79,3 +79,31 @@ def test_a_promotion_under_load_swaps_without_a_failed_request_and_a_bad_version
     assert f"{reg.name} v{bad} is refused, v2 keeps serving" in alert
     assert 'mlassets_serving_swaps_total{outcome="swapped"} 1.0' in metrics
     assert 'mlassets_serving_swaps_total{outcome="refused"} 1.0' in metrics
+
+
+def test_a_tampered_log_is_refused_at_swap_and_at_start_while_the_old_version_keeps_serving(
+        reg: Registry, caplog: pytest.LogCaptureFixture) -> None:
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+
+    from mlassets.serve import ServingError
+
+    reg.add(True, True, True)
+    promote.promote(reg.name, "1")
+    with TestClient(build(reg.name, "flights", poll=False)) as client:
+        champion = client.app.state.champion
+        assert champion.poll_once() == "unchanged"
+        promote.promote(reg.name, "2")
+        assert champion.poll_once() == "swapped" and client.post("/predict", json=ROWS).json()["version"] == "2"
+        promote.promote(reg.name, "3")
+        last = reg.log.entries(reg.name)[-1]
+        with sqlite3.connect(reg.db) as conn:  # the newest row deleted: the log ends before its anchor
+            conn.execute("DELETE FROM promotions WHERE model = ? AND seq = ?", (reg.name, last.seq))
+        with caplog.at_level(logging.ERROR, logger="mlassets.serve"):
+            assert champion.poll_once() == "refused"
+        assert any(f"ALERT: the promotion log of '{reg.name}' is not trusted" in r.message for r in caplog.records)
+        answer = client.post("/predict", json=ROWS)
+        assert answer.status_code == 200 and answer.json()["version"] == "2"
+    with pytest.raises(ServingError, match="rows were deleted"):
+        build(reg.name, "flights", poll=False)  # a restart refuses it too
