@@ -208,16 +208,24 @@ def serving_added_latency_p50() -> Result:
                                       f"({len(run.statuses)} sequential requests, keep-alive)")
 
 
-def _best_throughput(base: str, body: dict) -> tuple[float, int, float]:
-    """The highest throughput whose p99 stays within the budget, over growing client counts."""
-    best = (0.0, 0, float("nan"))
+def _levels(base: str, body: dict) -> list[tuple[int, float, float]]:
+    """``(clients, requests/s, p99 ms)`` over growing client counts."""
+    out = []
     for clients in (1, 4, 16, 32, 64):
         run = load(base, body, clients, 1500, 15)
         if run.failed:
             raise RuntimeError(f"{run.failed} of {len(run.statuses)} requests failed at {clients} clients")
-        if run.p99_ms <= P99_BUDGET_MS and run.throughput > best[0]:
-            best = (run.throughput, clients, run.p99_ms)
-    return best
+        out.append((clients, run.throughput, run.p99_ms))
+    return out
+
+
+def _best(levels: list[tuple[int, float, float]]) -> tuple[int, float, float] | None:
+    within = [level for level in levels if level[2] <= P99_BUDGET_MS]
+    return max(within, key=lambda level: level[1]) if within else None
+
+
+def _text(levels: list[tuple[int, float, float]]) -> str:
+    return ", ".join(f"{c} clients {t:.0f} req/s p99 {p:.0f} ms" for c, t, p in levels)
 
 
 @benchmark("serving_batching_throughput", goal="throughput at p99 <= 50 ms, batching on / off", better="higher",
@@ -225,20 +233,21 @@ def _best_throughput(base: str, body: dict) -> tuple[float, int, float]:
 def serving_batching_throughput() -> Result:
     _promoted()
     body = _body()
-    found = {}
+    levels = {}
     for batching in (True, False):
         with _server(_config(batching=batching)) as base:
             load(base, body, 4, 100, 30)  # warm-up
-            found[batching] = _best_throughput(base, body)
-    (on, on_clients, on_p99), (off, off_clients, off_p99) = found[True], found[False]
-    if off == 0:
-        raise RuntimeError("batching off: no client count kept p99 within 50 ms")
-    return Result(on / off, "x", f"on {on:.0f} req/s ({on_clients} clients, p99 {on_p99:.1f} ms) vs off {off:.0f} "
-                                 f"req/s ({off_clients} clients, p99 {off_p99:.1f} ms); one-row requests")
+            levels[batching] = _levels(base, body)
+    on, off = _best(levels[True]), _best(levels[False])
+    if on is None or off is None:
+        raise RuntimeError(f"no client count kept p99 within {P99_BUDGET_MS:g} ms: on [{_text(levels[True])}]; "
+                           f"off [{_text(levels[False])}]")
+    return Result(on[1] / off[1], "x", f"on {on[1]:.0f} req/s ({on[0]} clients, p99 {on[2]:.1f} ms) vs off "
+                                       f"{off[1]:.0f} req/s ({off[0]} clients, p99 {off[2]:.1f} ms); one-row requests")
 
 
-@benchmark("serving_span_sum_ratio", goal="|spans' sum / client latency - 1|, median request", better="lower",
-           target=0.05)
+@benchmark("serving_span_sum_ratio", goal="|stage spans' sum / the request's span - 1|, median request",
+           better="lower", target=0.05)
 def serving_span_sum_ratio() -> Result:
     from mlassets.core.diagnose import spans
 
@@ -248,14 +257,16 @@ def serving_span_sum_ratio() -> Result:
     if run.failed:
         raise RuntimeError(f"{run.failed} of {len(run.statuses)} requests failed")
     frame = spans.read_spans(Path(os.environ["MLASSETS_HOME"]) / "traces" / "serving.jsonl")
-    stages = frame[(frame["root"] == spans.ENDPOINT) & (frame["parent_id"] != "")]
-    sums = stages.groupby("trace_id")["duration_ms"].sum()
-    ratios = [sums[t] / (s * 1000) for t, s in zip(run.trace_ids, run.latencies_s, strict=True) if t in sums]
-    if len(ratios) != len(run.trace_ids):
-        raise RuntimeError(f"{len(run.trace_ids) - len(ratios)} requests have no spans in the trace file")
-    ratio = float(np.median(ratios))
-    return Result(abs(ratio - 1), "", f"median spans' sum / client latency {ratio:.3f} over {len(ratios)} requests "
-                                      "(4 clients, 20 rows each); the rest is HTTP parsing and the loopback")
+    mine = frame[(frame["root"] == spans.ENDPOINT) & frame["trace_id"].isin(run.trace_ids)]
+    if mine["trace_id"].nunique() != len(set(run.trace_ids)):
+        raise RuntimeError(f"{len(set(run.trace_ids)) - mine['trace_id'].nunique()} requests have no spans")
+    sums = mine[mine["parent_id"] != ""].groupby("trace_id")["duration_ms"].sum()
+    roots = mine[mine["parent_id"] == ""].set_index("trace_id")["duration_ms"]
+    server = float((sums / roots).median())
+    client = float(np.median([sums[t] / (s * 1000) for t, s in zip(run.trace_ids, run.latencies_s, strict=True)]))
+    return Result(abs(server - 1), "", f"median stage spans' sum / request span {server:.3f}; / the client's "
+                                       f"latency {client:.3f} (HTTP parsing, the loopback and the client outside "
+                                       f"the spans); {len(sums)} requests, 4 clients, 20 rows each")
 
 
 @benchmark("serving_swap_failed_requests", goal="failed requests while the champion is swapped under load",
