@@ -94,7 +94,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         start = time.time_ns()
         span = RequestTrace(start, route)
         headers = {TRACE_HEADER: span.trace_id}
-        status, answer = 200, {}
+        status, answer, content = 200, {}, b""
         batcher.arriving += 1
         queued = False
         try:
@@ -109,10 +109,10 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             predicted, version, queued_ns, timing = await batcher.submit(frame)
             span.stage("preprocessing", start, queued_ns, rows=len(frame))
             span.batch(queued_ns, timing)
-            post = time.time_ns()
             answer = {"predictions": _jsonable(predicted), "model": champion.name, "version": version,
                       "trace_id": span.trace_id}
-            span.stage("postprocessing", post, time.time_ns())
+            content = json.dumps(answer).encode()  # from the pass's end: the answer handed back, then serialized
+            span.stage("postprocessing", timing.done_ns, time.time_ns())
             if client is not None:
                 down = time.time_ns()
                 reply = await client.get(settings.downstream_url)
@@ -135,7 +135,8 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             if not queued:
                 batcher.arriving -= 1
             metrics.queue_depth.set(batcher.depth)
-        content = json.dumps(answer).encode()
+        if status != 200:
+            content = json.dumps(answer).encode()
         end = time.time_ns()
         span.end(end, status=status)
         metrics.requests.labels(route, str(status)).inc()

@@ -69,3 +69,10 @@ def test_mlassets_serve_refuses_a_model_without_a_champion(reg: Registry) -> Non
     _out, err = proc.communicate(timeout=180)
     assert proc.returncode == 2
     assert f"mlassets serve: refused: model '{reg.name}' has no champion in the promotion log" in err
+
+
+def test_mlassets_serve_binds_loopback_unless_told_otherwise() -> None:
+    from mlassets.cli import build_parser
+
+    assert build_parser().parse_args(["serve", "m"]).host == "127.0.0.1"
+    assert build_parser().parse_args(["serve", "m", "--host", "0.0.0.0"]).host == "0.0.0.0"
