@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mlassets.core.config import PipelineConfig
@@ -123,8 +124,9 @@ def to_frame(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) ->
         numeric = column in schema.numeric
         data[column] = [_value(r[column], column, i, numeric, column in schema.nullable)
                         for i, r in enumerate(records)]
-    return pd.DataFrame({c: pd.Series(v, dtype="float64" if c in schema.numeric else "object")
-                         for c, v in data.items()})
+    numeric = set(schema.numeric)
+    return pd.DataFrame({c: np.array(v, dtype=np.float64 if c in numeric else object) for c, v in data.items()},
+                        copy=False)
 
 
 def _value(value: Any, column: str, row: int, numeric: bool, nullable: bool) -> Any:
