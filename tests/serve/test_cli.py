@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -31,35 +32,53 @@ def _serve(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=os.environ.copy())
 
 
-def test_mlassets_serve_answers_on_loopback_and_stops(reg: Registry) -> None:
-    reg.add(True)
+def _wait_ready(proc: subprocess.Popen, base: str) -> dict:
+    deadline = time.monotonic() + 180
+    while True:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            reply = httpx.get(f"{base}/ready", timeout=5)
+            if reply.status_code == 200:
+                return reply.json()
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "mlassets serve did not get ready"
+        time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
+    proc.send_signal(sig)
+    try:
+        out, _err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _err = proc.communicate()
+    return out
+
+
+def test_mlassets_serve_answers_on_loopback_and_a_killed_server_restarts_on_the_same_champion(reg: Registry) -> None:
+    reg.add(True, True)
     promote.promote(reg.name, "1")
+    promote.promote(reg.name, "2")
+    promote.rollback(reg.name, reason="v2 misbehaves")
     port = _free_port()
+    base = f"http://127.0.0.1:{port}"
     proc = _serve(reg.name, "--config", "flights", "--port", str(port))
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, proc.communicate()
-            try:
-                if httpx.get(f"{base}/ready", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "mlassets serve did not get ready"
-            time.sleep(0.2)
+        assert _wait_ready(proc, base)["version"] == "1"
         rows = shared.flights_rows(3, seed=4)[FEATURES]
         answer = httpx.post(f"{base}/invocations", timeout=30,
                             json={"dataframe_split": json.loads(rows.to_json(orient="split", index=False))})
         assert answer.status_code == 200, answer.text
         assert answer.json()["version"] == "1" and len(answer.json()["predictions"]) == 3
     finally:
-        proc.terminate()
-        try:
-            out, _err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _err = proc.communicate()
+        out = _stop(proc, signal.SIGKILL)  # killed: no clean shutdown
+    proc = _serve(reg.name, "--config", "flights", "--port", str(port))
+    try:
+        assert _wait_ready(proc, base)["version"] == "1"  # the log's champion again, not the newest version
+    finally:
+        out = _stop(proc)
+    assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn shuts down, then re-raises the signal it caught
     assert f"serving {reg.name} v1 (gate passed) on http://127.0.0.1:{port}" in out
 
 
