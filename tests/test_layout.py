@@ -24,8 +24,7 @@ def _room(module: str) -> int | None:
         return -1  # the package face: below every room, imports none of them
     if parts[0] != "mlassets":
         return None
-    name = "serve" if parts[1] == "serving" else parts[1]  # serving.py: the serve room until it has its folder
-    return ROOMS.index(name) if name in ROOMS else None
+    return ROOMS.index(parts[1]) if parts[1] in ROOMS else None
 
 
 def _module(path: Path) -> str:
@@ -35,7 +34,6 @@ def _module(path: Path) -> str:
 
 def test_the_root_holds_only_the_package_face_and_definitions() -> None:
     loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "definitions.py"))
-    loose = [name for name in loose if name != "serving.py"]  # moving into serve/ with the endpoint
     assert not loose, f"modules at the package root: {loose}; give each a room ({', '.join(ROOMS)})"
 
 

@@ -19,7 +19,7 @@ from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promote import live_version
-from mlassets.serving import PredictionSet, load_champion
+from mlassets.serve import PredictionSet, load_champion
 from tests.test_own_data import _package_file, cli
 
 pytestmark = pytest.mark.e2e

@@ -4,17 +4,19 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
-from mlassets.core.diagnose.spans import requests, slow_vs_fast, stage_table, too_few_for_p99
+from mlassets.core.diagnose.serving_verdict import verdict
+from mlassets.core.diagnose.spans import ENDPOINT, requests, slow_vs_fast, stage_table, too_few_for_p99
 
 st.title("Serving latency")
 spans = data.serving_spans()
 if spans.empty:
     st.info(f"Nothing recorded yet: no spans in {data.home() / data.SPANS_FILE}. The predictions asset records "
             "one `batch_inference` trace per run; `mlassets diagnose --trace-serving MODEL --rows FILE` traces "
-            "many requests of the champion.")
+            "many requests of the champion; `mlassets serve MODEL` traces every request it answers.")
 else:
     kinds = sorted(k for k in spans["root"].unique() if k)
-    kind = st.selectbox("Requests", kinds, index=kinds.index("request") if "request" in kinds else 0, key="kind")
+    first = next((k for k in (ENDPOINT, "request") if k in kinds), kinds[0])
+    kind = st.selectbox("Requests", kinds, index=kinds.index(first), key="kind")
     reqs = requests(spans, kind)
     st.caption(f"{len(reqs)} traced {kind} requests")
     if few := too_few_for_p99(len(reqs)):
@@ -24,6 +26,9 @@ else:
     st.plotly_chart(px.bar(table.drop(index="total").reset_index(names="stage"), x="stage", y=["p50_ms", "p99_ms"],
                            barmode="group", title="p50 and p99 per stage (ms)"), key="stage-chart")
     comparison = slow_vs_fast(reqs)
+    if kind == ENDPOINT and (found := verdict(reqs)) is not None:  # `mlassets serve`'s requests: the source's terms
+        st.subheader(f"Verdict: {found.headline}", anchor="verdict")
+        st.markdown(found.sentence())
     if comparison is None:
         st.caption("Fewer than two requests: nothing to compare.")
     else:

@@ -16,6 +16,7 @@ from mlassets.cli.prune_work import add_parser as add_prune
 from mlassets.cli.rebuild import add_parser as add_rebuild
 from mlassets.cli.registry import add_commands
 from mlassets.core.config import ConfigError
+from mlassets.serve.cli import add_parser as add_serve
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rebuild(sub)
     add_doctor(sub)
     add_diagnose(sub)
+    add_serve(sub)
     return parser
 
 
@@ -115,6 +117,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlassets: error: {exc}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())

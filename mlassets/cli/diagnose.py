@@ -14,7 +14,7 @@ def cmd_trace_serving(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mlassets.core.diagnose.serving_trace import trace_requests
-    from mlassets.serving import load_champion
+    from mlassets.serve import load_champion
 
     if not args.rows:
         raise ValueError("--trace-serving needs --rows FILE (a Parquet file of raw feature rows)")
@@ -33,6 +33,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     if args.trace_serving:
         return cmd_trace_serving(args)
+    if args.serving or args.serving_example:
+        from mlassets.serve.diagnose import cmd_diagnose_serving
+        return cmd_diagnose_serving(args)
     if args.example:
         diagnosis = diagnose_frame(EXAMPLES[args.example]())
         title = f"worked example: {args.example}"
@@ -63,4 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                                  "stage (spans for the Serving latency page)")
     parser.add_argument("--rows", help="with --trace-serving: a Parquet file of raw feature rows")
     parser.add_argument("--batch-rows", type=int, default=256, help="with --trace-serving: rows per request")
+    parser.add_argument("--serving", action="store_true", help="why the endpoint's p99 is slow, from the traces of "
+                                                               "`mlassets serve` (--trace-file: another file)")
+    parser.add_argument("--serving-example", action="store_true", help="the source's worked p99 example")
+    parser.add_argument("--trace-file", help="with --serving: a spans file (default: the home's)")
     parser.set_defaults(func=cmd_diagnose)

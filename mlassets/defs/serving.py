@@ -26,7 +26,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         materializes nothing while there is no champion (``promotion: manual`` before the first promote)."""
         import mlflow
 
-        from mlassets.serving import NoChampion, ServingError, load_champion, write_predictions
+        from mlassets.serve import NoChampion, ServingError, load_champion, write_predictions
 
         try:
             model = load_champion(name, tracking_uri=mlflow.get_tracking_uri())

@@ -22,7 +22,7 @@ from mlassets.defs.lookup import LAKEFS_UI_LINK
 from mlassets.defs.resources import default_resources
 from mlassets.host.instance import get_instance
 from mlassets.host.runs import QUIET, ingest
-from mlassets.serving import load_champion
+from mlassets.serve import load_champion
 
 pytestmark = pytest.mark.e2e
 WEEKS = ("2024-W01", "2024-W02", "2024-W03")

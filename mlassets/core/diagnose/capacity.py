@@ -97,7 +97,7 @@ def plan(w: Workload, a: Assumptions = Assumptions()) -> Plan:
                   "torchrun, DDP/FSDP, nccl"),
         Component("Experiment tracker", tracked, f"{w.experiments} experiments tracked", "MLflow tracking"),
         Component("Model registry", registry, "many models or automated promotion", "MLflow registry + promotion log"),
-        Component("Serving handoff", registry, "promoted models go to serving", "mlassets.serving, predictions asset"),
+        Component("Serving handoff", registry, "promoted models go to serving", "mlassets.serve, predictions asset"),
     ]
     flags = []
     if w.cluster_gpus > a.gpus_per_host:

@@ -22,6 +22,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 STAGES = ("read", "preprocessing", "model", "write")
 WAITING = {"read", "write"}  # I/O: time waiting on storage; the others compute
+ENDPOINT = "endpoint_request"  # the root span of one request to ``mlassets serve``
+ENDPOINT_STAGES = ("feature_retrieval", "preprocessing", "batch_queue", "model", "postprocessing", "downstream")
+_WAITS = {"read": "waiting on storage (I/O)", "write": "waiting on storage (I/O)", "batch_queue": "waiting in a queue",
+          "downstream": "waiting on a dependency", "feature_retrieval": "waiting on the feature store"}
+
+
+def stages_of(root: str) -> tuple[str, ...]:
+    """The stage spans under a request of kind ``root``: the endpoint's, else the batch-inference path's."""
+    return ENDPOINT_STAGES if root == ENDPOINT else STAGES
 _LOCK = threading.Lock()
 
 
@@ -83,16 +92,19 @@ def read_spans(path: Path) -> pd.DataFrame:
 
 def requests(spans: pd.DataFrame, root: str) -> pd.DataFrame:
     """One row per request of kind ``root``: its total ms and the ms of every stage under it (0 if absent)."""
+    names = stages_of(root)
     mine = spans[spans["root"] == root]
+    if mine.empty:
+        return pd.DataFrame(columns=["total", *names, "other"], dtype="float64")
     total = mine[mine["parent_id"] == ""].groupby("trace_id")["duration_ms"].sum().rename("total")
-    stages = mine[mine["name"].isin(STAGES)].pivot_table(index="trace_id", columns="name", values="duration_ms",
-                                                          aggfunc="sum")
+    stages = mine[mine["name"].isin(names)].pivot_table(index="trace_id", columns="name", values="duration_ms",
+                                                         aggfunc="sum")
     out = pd.concat([total, stages], axis=1).fillna(0.0)
-    for stage in STAGES:
+    for stage in names:
         if stage not in out:
             out[stage] = 0.0
-    out["other"] = np.maximum(out["total"] - out[list(STAGES)].sum(axis=1), 0.0)
-    return out[["total", *STAGES, "other"]]
+    out["other"] = np.maximum(out["total"] - out[list(names)].sum(axis=1), 0.0)
+    return out[["total", *names, "other"]]
 
 
 P99_MIN_REQUESTS = 100  # a p99 is the slowest 1%: fewer requests and it is only the slowest one
@@ -123,7 +135,7 @@ class SlowVsFast:
 
     def sentence(self) -> str:
         gap = float(self.extra.sum())
-        kind = "waiting on storage (I/O)" if self.stage in WAITING else "compute"
+        kind = _WAITS.get(self.stage, "compute")
         top = ", ".join(f"{s} +{v:.1f} ms" for s, v in self.extra.sort_values(ascending=False).items() if v > 0)
         return (f"median request {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms: slow requests spend {gap:.1f} ms "
                 f"more than fast ones, most of it in {self.stage} ({kind}): {top or 'no stage stands out'}")

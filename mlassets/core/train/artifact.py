@@ -21,6 +21,7 @@ import pandas as pd
 from opentelemetry import trace
 
 from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train import plugin_code
 from mlassets.core.train.family import family_of
 from mlassets.core.train.spec import FeatureSpec, output_size
 
@@ -66,10 +67,14 @@ class ModelBundle:
         """Target units, P(target = 1) or class probabilities (float64), for raw feature rows."""
         with _TRACER.start_as_current_span("preprocessing", attributes={"rows": len(df)}):
             x_cat, x_num = self.preprocessor.transform(df)
-        family = family_of(self.family)
         with _TRACER.start_as_current_span("model", attributes={"rows": len(df)}):
-            parts = [family.predict(self.model, x_cat[s:s + batch_size], x_num[s:s + batch_size])
-                     for s in range(0, len(df), batch_size)]
+            return self.forward(x_cat, x_num, batch_size)
+
+    def forward(self, x_cat: np.ndarray, x_num: np.ndarray, batch_size: int = 65536) -> np.ndarray:
+        """``predict`` after preprocessing: the model on ``preprocessor.transform``'s arrays, post-processed."""
+        family = family_of(self.family)
+        parts = [family.predict(self.model, x_cat[s:s + batch_size], x_num[s:s + batch_size])
+                 for s in range(0, len(x_cat), batch_size)]
         k = output_size(self.task, self.classes)
         out = np.concatenate(parts) if parts else np.empty((0, k) if k > 1 else 0)
         return postprocess(out.astype(np.float64, copy=False), self.task, self.target_center, self.target_scale,
@@ -139,9 +144,12 @@ def save_bundle(bundle: ModelBundle, directory: str | Path) -> Path:
             "classes": list(bundle.classes),
             "meta": {str(k): str(v) for k, v in bundle.meta.items()},
         }
+        code = plugin_code.package(bundle.model_config, tmp)  # a file plug-in's source travels with the model
+        if code is not None:
+            doc["plugin_code"] = code
         (tmp / BUNDLE).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         files = {name: {"sha256": _sha256(tmp / name), "size": (tmp / name).stat().st_size}
-                 for name in (family.weights_file, BUNDLE)}
+                 for name in (family.weights_file, BUNDLE, *([code["file"]] if code else []))}
         manifest = {"format_version": FORMAT_VERSION, "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         old = None
@@ -228,7 +236,9 @@ def load_bundle(directory: str | Path) -> ModelBundle:
         family=str(doc["family"]),
         classes=classes,
     )
-    bundle.model = family_of(bundle.family).load(directory, bundle.spec, bundle.model_config)
+    if doc.get("plugin_code"):
+        verify_manifest(directory, (BUNDLE, doc["weights_file"], str(doc["plugin_code"]["file"])))
+    bundle.model = family_of(bundle.family).load(directory, bundle.spec, plugin_code.resolve(doc, directory))
     return bundle
 
 

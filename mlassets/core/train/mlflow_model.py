@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 
 import mlflow
@@ -34,26 +35,38 @@ def pip_requirements(family: str = "mlp") -> list[str]:
     return [f"torch=={torch_version}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
 
 
-def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> ModelSignature:
+def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20,
+                 int_columns: Collection[str] = ()) -> ModelSignature:
     """The model's input/output signature, inferred from a few raw rows and what the served model answers for them
-    (a multiclass model: its label and probability columns)."""
+    (a multiclass model: its label and probability columns). ``int_columns``, the config's ``dtype: int`` ones, are
+    declared integers (``long``) however the rows hold them, so the pyfunc takes raw rows as the config declares
+    them (MLflow refuses int64 for a ``double`` column)."""
     sample = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(n).reset_index(drop=True)
+    for column in set(int_columns) & set(sample.columns):
+        values = pd.to_numeric(sample[column], errors="coerce")
+        if values.notna().all() and (values == values.round()).all():
+            sample[column] = values.astype("int64")
     with warnings.catch_warnings():  # its hint on integer columns: the source's dtypes are fixed per column
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         return mlflow.models.infer_signature(sample, served(bundle, sample))
 
 
-def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model") -> str:
+def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model",
+              int_columns: Collection[str] = ()) -> str:
     """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI.
 
-    With ``rows`` (raw feature rows) the model gets its input/output signature and an input example at once.
+    With ``rows`` (raw feature rows) the model gets its input/output signature (``int_columns`` declared integers)
+    and an input example at once.
     """
     signature = example = None
     family = str(json.loads((Path(bundle_dir) / BUNDLE).read_text()).get("family", "mlp"))
     if rows is not None:
         bundle = load_bundle(bundle_dir)
-        signature = signature_of(bundle, rows)
+        signature = signature_of(bundle, rows, int_columns=int_columns)
         example = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(5)
+        for column in set(int_columns) & set(example.columns):  # the example as the signature declares it
+            if signature.inputs.input_dict()[column].type.name == "long":
+                example = example.assign(**{column: pd.to_numeric(example[column]).astype("int64")})
     info = mlflow.pyfunc.log_model(
         name=name,
         python_model=str(PYFUNC_CODE),

@@ -49,7 +49,7 @@ def test_slow_vs_fast_names_the_stage_that_grows() -> None:
 def test_the_predictions_path_is_traced_into_the_home(home: str) -> None:
     from mlassets.core.config import load_config, shipped_configs
     from mlassets.core.data.store import open_store
-    from mlassets.serving import ServedModel, write_predictions
+    from mlassets.serve import ServedModel, write_predictions
 
     cfg = load_config(shipped_configs()["flights"])
     model = ServedModel("flights_arr_delay", "1", "gate passed", _bundle())

@@ -29,7 +29,7 @@ from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import PromotionError, PromotionLog
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import save_bundle, weights_sha256
-from mlassets.serving import ServingError, load_champion
+from mlassets.serve import ServingError, load_champion
 from tests.core.registry import test_promotion as shared
 from tests.core.registry.test_promotion import Registry, record, tiny_bundle
 

@@ -1,6 +1,6 @@
 """The promotion log on a real MLflow sqlite registry: history --at, racing promotions, tamper detection.
 
-Creating an MLflow sqlite store takes seconds, so the registry-facing tests (here, in tests/test_serving.py
+Creating an MLflow sqlite store takes seconds, so the registry-facing tests (here, in tests/serve/test_load.py
 and tests/cli/test_registry.py) share one store with one tiny logged model; each test registers its own
 model name and gets its own promotion log.
 """

@@ -17,7 +17,7 @@ from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import PromotionError
 from mlassets.core.registry.warm import verified_bundle
-from mlassets.serving import ServingError, load_champion, load_version
+from mlassets.serve import ServingError, load_champion, load_version
 from tests.core.registry import test_promotion as shared
 from tests.core.registry.test_integrity import _log_bundle
 from tests.core.registry.test_promotion import Registry, record

@@ -24,7 +24,7 @@ from mlassets.core.registry.record import RegisteredVersion
 from mlassets.defs.factory import dataset_defs
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import default_resources
-from mlassets.serving import ServingError, load_champion, load_version
+from mlassets.serve import ServingError, load_champion, load_version
 from tests.core.registry import test_promotion as shared
 
 reg = shared.reg  # the shared MLflow store (see tests/core/test_promotion.py)

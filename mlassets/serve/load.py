@@ -3,7 +3,7 @@ promotion log holds a forced promotion of it with a reason. The log's hash chain
 checked before any row is trusted (a damaged log is refused with the sentence ``mlassets history`` prints), and
 the model folder is checked against the registered version (its run, logged model and weights).
 
-    from mlassets.serving import load_champion
+    from mlassets.serve import load_champion
     model = load_champion("flights_arr_delay")   # ServingError, naming the model and version, otherwise
     model.predict(raw_rows)
 """

@@ -1,0 +1,171 @@
+"""The endpoint: FastAPI routes over the batcher, the champion and the telemetry.
+
+``POST /invocations`` speaks MLflow's scoring protocol (``dataframe_split``/``dataframe_records`` in,
+``{"predictions": [...]}`` out, so an ``mlflow models serve`` client works unchanged); ``POST /predict`` takes
+``{"rows": [...]}``. Both answer the model's name and version, and the trace id (also the ``x-trace-id`` header).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import numpy as np
+import pandas as pd
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from mlassets.core.config.serving import ServingConfig
+from mlassets.core.train.outputs import class_frame
+from mlassets.serve import rows
+from mlassets.serve.batcher import Batcher
+from mlassets.serve.swap import Champion
+from mlassets.serve.telemetry import Metrics, RequestTrace
+
+LOG = logging.getLogger("mlassets.serve")
+TRACE_HEADER = "x-trace-id"
+
+
+def forward(champion: Champion) -> Callable[[pd.DataFrame], tuple[Any, int, str]]:
+    """One forward pass of the current champion (read once per pass: a swap never splits a batch)."""
+    def run(frame: pd.DataFrame) -> tuple[Any, int, str]:
+        model = champion.current
+        bundle = model.bundle
+        x_cat, x_num = bundle.preprocessor.transform(frame)
+        preprocessed = time.time_ns()
+        out = bundle.forward(x_cat, x_num)
+        answer = class_frame(bundle.classes, out) if bundle.task == "multiclass" else out
+        return answer, preprocessed, model.version
+    return run
+
+
+def _jsonable(answer: Any) -> list[Any]:
+    if isinstance(answer, pd.DataFrame):
+        return json.loads(answer.to_json(orient="records"))
+    return [None if not np.isfinite(v) else float(v) for v in np.asarray(answer, dtype=np.float64)]
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise rows.BadRequest(413, f"the body of {int(declared)} bytes is over the limit of {limit} bytes "
+                                   "(serving.max_body_bytes)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise rows.BadRequest(413, f"the body is over the limit of {limit} bytes (serving.max_body_bytes)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig, poll: bool = True) -> FastAPI:
+    metrics = Metrics()
+    batcher = Batcher(forward(champion), settings.max_batch_size, settings.batch_wait_ms, settings.batching,
+                      on_batch=metrics.batch)
+    champion.on_swap = lambda outcome, _message: metrics.swaps.labels(outcome).inc()
+    metrics.version.labels(champion.name).set(float(champion.current.version))
+    client = httpx.AsyncClient(timeout=settings.downstream_timeout_ms / 1000) if settings.downstream_url else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        batcher.start()
+        if poll:
+            champion.start(settings.swap_poll_s)
+        try:
+            yield
+        finally:
+            champion.stop()
+            await batcher.stop()
+            if client is not None:
+                await client.aclose()
+
+    app = FastAPI(title=f"mlassets serve {champion.name}", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  telemetry={"tracing": False, "metrics": False, "logs": False})  # our own spans, one root each
+    app.state.batcher, app.state.champion, app.state.metrics = batcher, champion, metrics
+
+    async def score(request: Request, route: str, parse: Callable[[Any], list]) -> Response:
+        start = time.time_ns()
+        span = RequestTrace(start, route)
+        headers = {TRACE_HEADER: span.trace_id}
+        status, answer, content = 200, {}, b""
+        batcher.arriving += 1
+        queued = False
+        try:
+            if request.headers.get("content-type", "application/json").split(";")[0].strip() != "application/json":
+                raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
+                                           "send application/json")
+            body = await _body(request, settings.max_body_bytes)
+            frame = rows.to_frame(parse(rows.parse_json(body)), schema, settings.max_rows)
+            batcher.arriving -= 1
+            queued = True
+            metrics.queue_depth.set(batcher.depth + 1)
+            predicted, version, queued_ns, timing = await batcher.submit(frame)
+            span.stage("preprocessing", start, queued_ns, rows=len(frame))
+            span.batch(queued_ns, timing)
+            answer = {"predictions": _jsonable(predicted), "model": champion.name, "version": version,
+                      "trace_id": span.trace_id}
+            content = json.dumps(answer).encode()  # from the pass's end: the answer handed back, then serialized
+            span.stage("postprocessing", timing.done_ns, time.time_ns())
+            if client is not None:
+                down = time.time_ns()
+                reply = await client.get(settings.downstream_url)
+                span.stage("downstream", down, time.time_ns(), status=reply.status_code)
+                reply.raise_for_status()
+        except rows.BadRequest as exc:
+            status, answer = exc.status, {"error": str(exc), "trace_id": span.trace_id}
+            metrics.errors.labels("bad_request").inc()
+        except httpx.HTTPError as exc:
+            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+            answer = {"error": f"the downstream call to {settings.downstream_url} failed: {type(exc).__name__}",
+                      "trace_id": span.trace_id}
+            metrics.errors.labels("downstream").inc()
+        except Exception:  # noqa: BLE001 - logged with the trace id; the client gets a sentence, not a traceback
+            LOG.exception("request %s failed", span.trace_id)
+            status, answer = 500, {"error": "the model failed on this request; the server log has the trace "
+                                            f"{span.trace_id}", "trace_id": span.trace_id}
+            metrics.errors.labels("internal").inc()
+        finally:
+            if not queued:
+                batcher.arriving -= 1
+            metrics.queue_depth.set(batcher.depth)
+        if status != 200:
+            content = json.dumps(answer).encode()
+        end = time.time_ns()
+        span.end(end, status=status)
+        metrics.requests.labels(route, str(status)).inc()
+        metrics.latency.labels(route).observe((end - start) / 1e9)
+        return Response(content, status, headers, media_type="application/json")
+
+    @app.post("/invocations")
+    async def invocations(request: Request) -> Response:
+        return await score(request, "invocations", rows.mlflow_records)
+
+    @app.post("/predict")
+    async def predict(request: Request) -> Response:
+        return await score(request, "predict", rows.plain_records)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/ready")
+    async def ready() -> JSONResponse:
+        model = champion.current
+        ok = batcher.running
+        return JSONResponse({"ready": ok, "model": model.name, "version": model.version, "basis": model.basis,
+                             "columns": schema.columns}, 200 if ok else 503)
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        metrics.queue_depth.set(batcher.depth)
+        metrics.version.labels(champion.name).set(float(champion.current.version))
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,139 @@
+"""Dynamic batching: concurrent requests merged into one forward pass, up to a row limit or a wait.
+
+A request waits for others only while more are on their way (admitted by the server, not yet queued) and at
+most ``wait_ms`` after it was queued; a lone request on an idle model runs at once. While a batch runs, new
+requests queue up and go together in the next one. With batching off, every request is its own pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Clock points (``time.time_ns``) of one forward pass, and its size."""
+
+    start_ns: int
+    preprocessed_ns: int
+    done_ns: int
+    rows: int
+    requests: int
+
+
+@dataclass
+class _Job:
+    frame: pd.DataFrame
+    queued_ns: int
+    future: asyncio.Future = field(repr=False)
+
+
+# run(frame) -> (answer per row, clock point after preprocessing, the model version that answered)
+Runner = Callable[[pd.DataFrame], tuple[Any, int, str]]
+
+
+class Batcher:
+    """Merges submitted frames into forward passes on one worker thread (the event loop stays free)."""
+
+    def __init__(self, run: Runner, max_batch_size: int, wait_ms: float, enabled: bool = True,
+                 on_batch: Callable[[Timing], None] | None = None) -> None:
+        self.run, self.max_rows, self.wait_s, self.enabled = run, max_batch_size, wait_ms / 1000, enabled
+        self.on_batch = on_batch
+        self.arriving = 0  # requests admitted and being parsed: a batch waits for them (up to wait_ms)
+        self._queue: deque[_Job] = deque()
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="mlassets-model")
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    def start(self) -> None:
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._pool.shutdown(wait=True)
+
+    async def submit(self, frame: pd.DataFrame) -> tuple[Any, str, int, Timing]:
+        """``(answer, version, queued_ns, timing)`` for ``frame`` once its pass has run."""
+        job = _Job(frame, time.time_ns(), asyncio.get_running_loop().create_future())
+        self._queue.append(job)
+        assert self._wake is not None, "Batcher.start() first"
+        self._wake.set()
+        answer, version, timing = await job.future
+        return answer, version, job.queued_ns, timing
+
+    async def _loop(self) -> None:
+        assert self._wake is not None
+        while True:
+            while not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+            if self.enabled:
+                await self._gather()
+            jobs = self._take()
+            await self._run(jobs)
+
+    async def _gather(self) -> None:
+        """Wait for more requests while some are arriving, the batch has room, and the first may still wait."""
+        deadline = self._queue[0].queued_ns / 1e9 + self.wait_s
+        while self.arriving > 0 and sum(len(j.frame) for j in self._queue) < self.max_rows:
+            left = deadline - time.time()
+            if left <= 0:
+                return
+            assert self._wake is not None
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), left)
+            except TimeoutError:
+                return
+
+    def _take(self) -> list[_Job]:
+        jobs = [self._queue.popleft()]
+        rows = len(jobs[0].frame)
+        while self.enabled and self._queue and rows + len(self._queue[0].frame) <= self.max_rows:
+            job = self._queue.popleft()
+            jobs.append(job)
+            rows += len(job.frame)
+        return jobs
+
+    async def _run(self, jobs: list[_Job]) -> None:
+        loop = asyncio.get_running_loop()
+        frame = jobs[0].frame if len(jobs) == 1 else pd.concat([j.frame for j in jobs], ignore_index=True)
+        start = time.time_ns()
+        try:
+            answer, preprocessed, version = await loop.run_in_executor(self._pool, self.run, frame)
+        except Exception as exc:  # noqa: BLE001 - a bad pass must not take the others with it
+            if len(jobs) > 1:  # one request's rows broke the pass: run each alone, only it fails
+                for job in jobs:
+                    await self._run([job])
+                return
+            if not jobs[0].future.done():
+                jobs[0].future.set_exception(exc)
+            return
+        timing = Timing(start, preprocessed, time.time_ns(), len(frame), len(jobs))
+        if self.on_batch is not None:
+            self.on_batch(timing)
+        offset = 0
+        for job in jobs:
+            n = len(job.frame)
+            if not job.future.done():
+                job.future.set_result((answer[offset:offset + n], version, timing))
+            offset += n

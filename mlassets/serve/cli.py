@@ -1,0 +1,75 @@
+"""``mlassets serve MODEL``: the gated champion of a registered model behind an HTTP endpoint (127.0.0.1)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mlassets.core import paths
+from mlassets.core.config import PipelineConfig, config_paths, load_config, resolve_config
+
+TRACE_FILE = Path("traces") / "serving.jsonl"
+
+
+def find_config(model: str, spec: str | None) -> PipelineConfig | None:
+    """The dataset config of ``model``: ``spec`` (a shipped name or file), else the one whose
+    ``model.registered_name`` is ``model`` among the registered/shipped configs (None: the defaults)."""
+    if spec:
+        return load_config(resolve_config(spec))
+    for path in config_paths():
+        cfg = load_config(path)
+        if cfg.model.registered_name == model:
+            return cfg
+    return None
+
+
+def build(model: str, config: str | None = None, poll: bool = True,  # noqa: ANN201 - FastAPI, imported lazily
+          **settings_overrides: object):
+    """The app of ``model``'s champion, loaded through ``load_champion``'s checks (a ``ServingError`` otherwise);
+    ``settings_overrides`` replace keys of the config's ``serving`` section."""
+    import dataclasses
+
+    from mlassets.core.config.serving import ServingConfig
+    from mlassets.core.diagnose import spans
+    from mlassets.serve.app import create_app
+    from mlassets.serve.load import load_champion
+    from mlassets.serve.rows import schema_of
+    from mlassets.serve.swap import Champion
+
+    cfg = find_config(model, config)
+    served = load_champion(model)
+    pre = served.bundle.preprocessor
+    spans.enable(paths.home() / TRACE_FILE)
+    settings = dataclasses.replace(cfg.serving if cfg is not None else ServingConfig(), **settings_overrides)
+    return create_app(Champion(served), schema_of(pre.categorical, pre.numeric, cfg), settings, poll)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import sys
+
+    import uvicorn
+
+    from mlassets.serve.load import ServingError
+
+    try:
+        app = build(args.model, args.config)
+    except ServingError as exc:
+        print(f"mlassets serve: refused: {exc}", file=sys.stderr)
+        return 2
+    model = app.state.champion.current
+    print(f"serving {model.name} v{model.version} ({model.basis}) on http://{args.host}:{args.port} "
+          f"(POST /invocations, /predict; GET /health, /ready, /metrics); traces in {paths.home() / TRACE_FILE}",
+          flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("serve", help="the champion of a registered model behind an HTTP endpoint")
+    parser.add_argument("model", help="the registered model (e.g. flights_arr_delay)")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="default 8080")
+    parser.add_argument("--config", help="the dataset config (a shipped name or a YAML file); default: the one "
+                                         "whose model.registered_name is MODEL")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(func=cmd_serve)

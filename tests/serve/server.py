@@ -1,0 +1,29 @@
+"""An app of the endpoint on a real uvicorn server in a thread, on a free loopback port, always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+import uvicorn
+from fastapi import FastAPI
+
+
+@contextlib.contextmanager
+def running(app: FastAPI) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` while ``app`` serves; stopped (lifespan ended) on exit."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
