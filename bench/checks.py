@@ -55,9 +55,14 @@ def expect_run(instance: dg.DagsterInstance, run_id: str, what: str) -> None:
     expect(run is not None, f"{what}: run {run_id} not found")
     if run.status == dg.DagsterRunStatus.SUCCESS:
         return
-    errors = [f"{e.step_key}: {e.dagster_event.step_failure_data.error.message.strip()}"
-              for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
-              if e.dagster_event and e.dagster_event.step_failure_data and e.dagster_event.step_failure_data.error]
+    errors = []
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        data = entry.dagster_event.step_failure_data if entry.dagster_event else None
+        error = data.error if data else None
+        while error is not None and error.cause is not None:  # down to what the step's own code raised
+            error = error.cause
+        if error is not None:
+            errors.append(f"{entry.step_key}: {error.message.strip()}")
     raise WorkFailed(f"{what}: run {run_id} {run.status.value}" + (f" ({errors[0]})" if errors else ""))
 
 
