@@ -26,13 +26,14 @@ MODULES: tuple[str, ...] = (
     "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
     "bench.gbdt", "bench.scale", "bench.latency_gate",
 )
-_ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")
+_ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_CONFIGS")  # a benchmark may set them
 HEADER = ("name", "measured", "goal", "met?", "detail")
 
 
 @contextlib.contextmanager
 def fresh_home() -> Iterator[str]:
-    """A fresh temporary ``$MLASSETS_HOME`` (derived Dagster/MLflow locations unset); env restored after."""
+    """A fresh temporary ``$MLASSETS_HOME`` (derived Dagster/MLflow locations and ``$MLASSETS_CONFIGS`` unset); env
+    restored after."""
     saved = {var: os.environ.get(var) for var in _ENV}
     with tempfile.TemporaryDirectory(prefix="mlassets-bench-", ignore_cleanup_errors=True) as tmp:
         for var in _ENV:
