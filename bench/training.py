@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 import torch
 
 from bench.checks import expect, expect_equal, expect_finite, expect_trained
+from bench.interval import decide
 from bench.registry import Result, benchmark
 from mlassets.core import tracking
 from mlassets.core.config import parse_config
@@ -44,7 +45,7 @@ from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
 
 REPO = Path(__file__).resolve().parents[1]
-PAIRS = 5
+PAIRS, THROUGHPUT_GOAL = 8, 0.97  # at most 8 pairs for the interval on a throughput ratio
 THROUGHPUT = {"model": {"hidden": [512, 512], "embedding_dim": 8},
               "training": {"epochs": 1, "batch_size": 1024, "checkpoint_every_steps": 100, "telemetry_every_steps": 20}}
 THROUGHPUT_ROWS = 1024 * 200
@@ -97,25 +98,29 @@ def platform_loop(job: TrainJob) -> dict:
 
 
 def throughput_ratio(spec: dict, root: Path, what: str) -> Result:
-    """Bare loop / platform loop seconds, median of ``PAIRS`` alternated pairs on the same data."""
+    """Bare loop / platform loop seconds, in alternated pairs on the same data until the interval on their ratio
+    decides against ``THROUGHPUT_GOAL`` (``bench.interval``)."""
     base = _job(root, "warm", spec, THROUGHPUT_ROWS)
     cfg = parse_config(base.config)
     data = load_data(cfg, base.train_path, base.validation_path, None)
-    ratios, detail = [], ""
-    for i in range(PAIRS):
+    details: list[str] = []
+
+    def pair(i: int) -> float:
         bare = bare_loop(data, base)
         result = platform_loop(_job(root, f"run{i}", spec, THROUGHPUT_ROWS))
         expect_trained(result, THROUGHPUT_ROWS, f"platform loop {i}")
         expect(result.checkpoints, f"platform loop {i} kept no checkpoint")
-        ratios.append(bare / result.loop_seconds)
-        detail = (f"{result.steps} steps of {cfg.training.batch_size} rows, {what}; bare {bare:.2f} s vs platform "
-                  f"loop {result.loop_seconds:.2f} s ({len(result.checkpoints)} checkpoints kept; MLflow flushed "
-                  "every 1 s)")
-    return Result(statistics.median(ratios), "x", f"median of {PAIRS} alternated pairs "
-                  f"[{', '.join(f'{r:.3f}' for r in ratios)}]; last: {detail}")
+        details.append(f"{result.steps} steps of {cfg.training.batch_size} rows, {what}; bare {bare:.2f} s vs "
+                       f"platform loop {result.loop_seconds:.2f} s ({len(result.checkpoints)} checkpoints kept; MLflow "
+                       "flushed every 1 s)")
+        return bare / result.loop_seconds
+
+    interval = decide(pair, THROUGHPUT_GOAL, "higher", 3, PAIRS)
+    return Result(interval.estimate, "x", f"pairs [{', '.join(f'{r:.3f}' for r in interval.ratios)}]; last: "
+                  f"{details[-1]}", interval=interval)
 
 
-@benchmark("training_throughput", goal="platform / bare-loop throughput", better="higher", target=0.97)
+@benchmark("training_throughput", goal="platform / bare-loop throughput", better="higher", target=THROUGHPUT_GOAL)
 def training_throughput() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
         return throughput_ratio(THROUGHPUT, Path(tmp), f"mlp hidden {THROUGHPUT['model']['hidden']}")
