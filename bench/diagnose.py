@@ -41,13 +41,16 @@ def telemetry(ranks: int = RANKS, steps: int = STEPS, seed: int = 0) -> pd.DataF
 
 def page_logic(frame: pd.DataFrame) -> str:
     d = diagnose_frame(frame)
-    expect(d is not None, "no diagnosis of the telemetry rows")
-    expect_equal(d.ranks, RANKS, "ranks in the page's summary")
     over_steps(d.steps)
-    straggler = d.verdict.straggler
-    expect(straggler is not None and straggler.rank == SLOW_RANK,
-           f"the page did not find rank {SLOW_RANK} the straggler: {d.verdict.headline}")
     return d.verdict.headline
+
+
+def checked_page(frame: pd.DataFrame) -> str:
+    """``page_logic`` on the benchmark's rows, which must find the slow rank the straggler."""
+    headline = page_logic(frame)
+    expect(headline.startswith(f"straggler: rank {SLOW_RANK},"),
+           f"the page did not find rank {SLOW_RANK} the straggler: {headline}")
+    return headline
 
 
 def groupby(frame: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +64,7 @@ def measure() -> tuple[float, float, str, Interval]:
 
     def pair(_: int) -> float:
         start = time.perf_counter()
-        verdicts.append(page_logic(frame))
+        verdicts.append(checked_page(frame))
         page.append(time.perf_counter() - start)
         start = time.perf_counter()
         means = groupby(frame)

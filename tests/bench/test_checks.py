@@ -9,7 +9,7 @@ import pytest
 from bench import orchestration
 from bench.__main__ import main
 from bench.checks import NO_TELEMETRY, WorkFailed, expect_files, expect_finite, expect_run
-from bench.diagnose import SLOW_RANK, page_logic, telemetry
+from bench.diagnose import SLOW_RANK, checked_page, telemetry
 
 TRIVIAL_CHAIN = orchestration.trivial_chain
 
@@ -55,12 +55,12 @@ def test_expect_run_passes_a_successful_run_only(tmp_path) -> None:
 
 def test_diagnosis_that_misses_the_straggler_crashes() -> None:
     frame = telemetry(steps=400)
-    assert page_logic(frame).startswith(f"straggler: rank {SLOW_RANK}")
+    assert checked_page(frame).startswith(f"straggler: rank {SLOW_RANK}")
     slow = frame["rank"] == SLOW_RANK
     frame.loc[slow, "t_data_wait"] -= 0.05  # the slow rank is slow no more
     frame.loc[slow, "t_step"] -= 0.05 * 1.02
     with pytest.raises(WorkFailed, match=f"did not find rank {SLOW_RANK} the straggler"):
-        page_logic(frame)
+        checked_page(frame)
 
 
 def test_value_checks_name_what_failed(tmp_path) -> None:
