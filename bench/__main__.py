@@ -1,6 +1,7 @@
 """``python -m bench [names...] [--list]``: run the benchmarks and print one table.
 
-Exit code 0 even when goals are missed (this is a report); 1 when a benchmark crashed.
+Exit code 0 even when goals are missed (this is a report); 1 when a benchmark crashed, which includes the work
+it timed failing (``bench.checks``): its row then says CRASHED and names the failure, with no figure.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import math
 import os
 import sys
 import tempfile
@@ -15,6 +17,7 @@ import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 
+from bench.checks import expect
 from bench.registry import Benchmark, registered
 
 # add new bench/*.py modules here
@@ -23,13 +26,14 @@ MODULES: tuple[str, ...] = (
     "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
     "bench.gbdt", "bench.scale", "bench.scale_commands", "bench.latency_gate", "bench.serving",
 )
-_ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")
+_ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_CONFIGS")  # a benchmark may set them
 HEADER = ("name", "measured", "goal", "met?", "detail")
 
 
 @contextlib.contextmanager
 def fresh_home() -> Iterator[str]:
-    """A fresh temporary ``$MLASSETS_HOME`` (derived Dagster/MLflow locations unset); env restored after."""
+    """A fresh temporary ``$MLASSETS_HOME`` (derived Dagster/MLflow locations and ``$MLASSETS_CONFIGS`` unset); env
+    restored after."""
     saved = {var: os.environ.get(var) for var in _ENV}
     with tempfile.TemporaryDirectory(prefix="mlassets-bench-", ignore_cleanup_errors=True) as tmp:
         for var in _ENV:
@@ -51,12 +55,16 @@ def run_one(bench: Benchmark) -> tuple[tuple[str, ...], bool]:
         with fresh_home():
             result = bench.fn()
         value = float(result.value)
+        expect(math.isfinite(value) and value >= 0, f"{bench.name}'s figure is {value}, not a measurement")
     except Exception as exc:  # a crash is reported; the others still run
         print(f"bench: {bench.name} crashed:", file=sys.stderr)
         traceback.print_exc()
         return (bench.name, "CRASHED", bench.goal_text(), "error", f"{type(exc).__name__}: {exc}"), True
-    met = "yes" if bench.met(value) else "NO"
-    return (bench.name, f"{value:.3g} {result.unit}", bench.goal_text(result.unit), met, result.detail), False
+    measured, detail = f"{value:.3g} {result.unit}", result.detail
+    if result.interval is not None:
+        measured += f" [{result.interval.low:.3g}, {result.interval.high:.3g}]"
+        detail = f"{result.interval.verdict(bench.target, bench.better)}: {result.interval.text()}; {detail}"
+    return (bench.name, measured, bench.goal_text(result.unit), bench.verdict(result), detail), False
 
 
 def format_table(rows: Sequence[Sequence[str]]) -> str:

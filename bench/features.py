@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 
+from bench.checks import expect, expect_equal
 from bench.registry import Result, benchmark
 
 REPEATS = 3
@@ -42,7 +43,15 @@ def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[list
         seconds, result = _timed(lambda v=version: write_features(store, cfg, v))
         incremental.append(seconds)
         computed.append(result.computed)
-    scratch = [_timed(lambda: write_features(store, cfg, version, reuse=False))[0] for _ in range(repeats)]
+    for built in computed:
+        expect_equal(list(built), [months[-1]], "months an incremental run built")
+    scratch = []
+    for _ in range(repeats):
+        seconds, full = _timed(lambda: write_features(store, cfg, version, reuse=False))
+        expect_equal(sorted(full.computed), sorted(months), "months a from-scratch run built")
+        expect_equal(full.rows, result.rows, "rows from scratch vs incrementally")
+        scratch.append(seconds)
+    expect(sum(result.rows.values()) > 0, "the features have no rows")
     return incremental, scratch, computed, sum(result.rows.values())
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.checks import expect, expect_equal, expect_files
 from bench.registry import Result, benchmark
 from mlassets.core.config import load_config, parse_config, shipped_configs
 from mlassets.core.train.families import trees_lightgbm
@@ -50,6 +51,8 @@ def platform_fit(cfg, splits: Splits, work: Path) -> tuple[float, float]:
     progress, _ = fit(engine, splits, plan, Watch(checkpoints, steps, telemetry_every=50))
     steps.write()
     trees_lightgbm.truncate(progress.model, progress.best_round)
+    expect(progress.best_round > 0, f"the platform's fit kept no round (best round {progress.best_round})")
+    expect_files([work / "checkpoints"], "the platform's fit: checkpoints")
     return time.perf_counter() - started, time.process_time() - cpu
 
 
@@ -65,7 +68,8 @@ def bare_fit(cfg, splits: Splits) -> tuple[float, float]:
                         categorical_feature=categorical)
     valid = lgb.Dataset(matrix(splits.val_cat, splits.val_num), reference=train, params=dataset,
                         label=(splits.y_val - splits.center) / splits.scale, categorical_feature=categorical)
-    lgb.train(params, train, num_boost_round=ROUNDS, valid_sets=[valid])
+    booster = lgb.train(params, train, num_boost_round=ROUNDS, valid_sets=[valid])
+    expect_equal(booster.current_iteration(), ROUNDS, "rounds of the bare lightgbm.train")
     return time.perf_counter() - started, time.process_time() - cpu
 
 

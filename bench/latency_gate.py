@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from bench.checks import expect_equal, expect_finite
 from bench.registry import Result, benchmark
 from mlassets.core.config import GateConfig
 from mlassets.core.evaluate.latency import measure_latency
@@ -73,6 +74,8 @@ def latency_gate_flips() -> Result:
         finally:
             hog.kill()
             hog.wait()
+    expect_finite([*quiet, *p99s, *medians], "latencies measured")
+    expect_equal(len(after), RUNS, "gate runs judged")
     detail = (f"budget {budget:.2f} ms (the quiet p99); before: p99 {min(p99s):.2f}-{max(p99s):.2f} ms, "
               f"{before.count(True)} pass / {before.count(False)} reject = {_flips(before)} flips; after: median of "
               f"round medians {min(medians):.2f}-{max(medians):.2f} ms, {after.count(True)} pass / "

@@ -10,11 +10,12 @@ import tempfile
 from pathlib import Path
 
 from bench.registry import Result, benchmark
-from bench.training import THROUGHPUT, throughput_ratio
+from bench.training import THROUGHPUT, THROUGHPUT_GOAL, throughput_ratio
 from mlassets.examples.torch_plugin import MODEL
 
 
-@benchmark("plugin_throughput", goal="torch plug-in: platform / bare-loop throughput", better="higher", target=0.97)
+@benchmark("plugin_throughput", goal="torch plug-in: platform / bare-loop throughput", better="higher",
+           target=THROUGHPUT_GOAL)
 def plugin_throughput() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-plugin-") as tmp:
         model_file = Path(tmp) / "model.py"

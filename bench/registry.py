@@ -7,7 +7,9 @@ To add a row: in a new ``bench/<topic>.py`` module, decorate a function that ret
         return Result(value=..., unit="s", detail="both sides measured in this run")
 
 then add ``"bench.<topic>"`` to ``MODULES`` in ``bench/__main__.py`` so the runner imports it.
-Each benchmark runs in a fresh temporary ``$MLASSETS_HOME``.
+Each benchmark runs in a fresh temporary ``$MLASSETS_HOME``. It checks the work it timed (``bench.checks``): a
+failure raises, and the runner prints no figure for it. A ratio against a noisy anchor repeats its pairs until an
+interval decides (``bench.interval.decide``) and returns that interval with its figure.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from bench.interval import Interval
 
 Better = Literal["lower", "higher"]
 
@@ -27,6 +32,7 @@ class Result:
     value: float
     unit: str
     detail: str = ""
+    interval: Interval | None = None  # set: met/missed is decided by the whole interval, not the figure
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,12 @@ class Benchmark:
         if math.isnan(value):
             return False
         return value <= self.target if self.better == "lower" else value >= self.target
+
+    def verdict(self, result: Result) -> str:
+        """``yes`` or ``NO`` for the figure; with an interval: ``yes``, ``NO`` or ``undecided`` (not shown met)."""
+        if result.interval is not None:
+            return {"met": "yes", "missed": "NO"}.get(result.interval.verdict(self.target, self.better), "undecided")
+        return "yes" if self.met(result.value) else "NO"
 
     def goal_text(self, unit: str = "") -> str:
         op = "<=" if self.better == "lower" else ">="

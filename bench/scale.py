@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.checks import expect, expect_equal
 from bench.registry import Result, benchmark
 
 PIPELINE: tuple[str, ...] = ("ingest", "validate", "features", "train", "evaluate", "drift")
@@ -45,9 +46,16 @@ def run_stage(name: str, work: Path, *args: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
     out = subprocess.run([sys.executable, "-m", "bench.scale_stages", name, str(work), *args], capture_output=True,
                          text=True, timeout=3600, cwd=root, env=env)
-    if out.returncode:
-        raise RuntimeError(f"stage {name} failed:\n{out.stderr[-3000:]}")
+    expect(out.returncode == 0, f"stage {name} exited {out.returncode}:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _check(rows: int, report: dict[str, dict[str, Any]]) -> None:
+    """Every row through ingest and validation; features, training and evaluation on some of them."""
+    for name in ("ingest", "validate"):
+        expect_equal(report[name]["rows"], rows, f"{rows:,} rows: rows of stage {name}")
+    for name in ("features", "train", "evaluate"):
+        expect(report[name]["rows"] > 0, f"{rows:,} rows: stage {name} handled no rows")
 
 
 def measure() -> dict[int, dict[str, dict[str, Any]]]:
@@ -62,6 +70,8 @@ def measure() -> dict[int, dict[str, dict[str, Any]]]:
             for name in PIPELINE:
                 for n, work in works.items():
                     runs[n][name] = run_stage(name, work)
+            for n, report in runs.items():
+                _check(n, report)
         _RUNS.update(runs)
     return _RUNS
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from bench.checks import expect, expect_equal
 from bench.registry import Result, benchmark
 
 REPEATS = 5
@@ -32,8 +33,9 @@ def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[str]
             start = time.perf_counter()
             report = snapshot_version(store, cfg, version)
             out.append(time.perf_counter() - start)
-            assert report.passed, [o.message for o in report.outcomes if not o.passed]
+            expect(report.passed, f"snapshot of {version}: {[o.message for o in report.outcomes if not o.passed]}")
             new = report.new_partitions
+    expect_equal(list(new), [cfg.dataset.partitions.keys[-1]], "partitions the 12th snapshot checked as new")
     return first, last, new
 
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from bench.automation import INTERVAL_S
+from bench.checks import expect, expect_equal
 from bench.registry import Result, benchmark
 
 REPEATS = 5
@@ -34,28 +35,32 @@ MLASSETS = [sys.executable, "-m", "mlassets.cli"]
 _HOME: dict[str, str] = {}
 
 
-def _seconds(command: list[str], env: dict[str, str] | None = None) -> float:
+def _seconds(command: list[str], env: dict[str, str] | None = None, code: int = 0, says: str = "") -> float:
+    """Seconds of ``command``, which must exit ``code`` and print ``says`` (stdout or stderr)."""
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 2):  # 2: the config error the benchmark asks for
-        raise RuntimeError(f"{' '.join(command[-4:])} exited {done.returncode}: {done.stderr[-1500:]}")
+    expect(done.returncode == code and says in done.stdout + done.stderr,
+           f"{' '.join(command[-4:])} exited {done.returncode} (expected {code}, saying {says!r}): "
+           f"{done.stderr[-1500:]}")
     return elapsed
 
 
-def paired(command: list[str], anchor: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Medians of ``command`` and ``anchor``, alternated (so both see the same machine), first calls dropped."""
-    _seconds(command, env), _seconds(anchor, env)  # warm the file cache for both
+def paired(command: list[str], anchor: list[str], env: dict[str, str] | None = None, code: int = 0,
+           says: str = "") -> tuple[float, float]:
+    """Medians of ``command`` (exiting ``code``, printing ``says``) and ``anchor``, alternated (so both see the same
+    machine), first calls dropped."""
+    _seconds(command, env, code, says), _seconds(anchor, env)  # warm the file cache for both
     ours, theirs = [], []
     for _ in range(REPEATS):
-        ours.append(_seconds(command, env))
+        ours.append(_seconds(command, env, code, says))
         theirs.append(_seconds(anchor, env))
     return statistics.median(ours), statistics.median(theirs)
 
 
 @benchmark("cli_help", goal="mlassets --help (s)", better="lower", target=0.5)
 def cli_help() -> Result:
-    ours, anchor = paired([*MLASSETS, "--help"], PASS)
+    ours, anchor = paired([*MLASSETS, "--help"], PASS, says="usage")
     return Result(ours, "s", f"python -c pass {anchor:.3f} s in the same run ({ours / anchor:.1f}x)")
 
 
@@ -64,7 +69,8 @@ def cli_config_error() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         bad = Path(tmp) / "bad.yaml"
         bad.write_text("dataset:\n  name: sales\n  sourcee: files\n")
-        ours, anchor = paired([*MLASSETS, "ingest", "--config", str(bad), "--partition", "2024-01"], PASS)
+        ours, anchor = paired([*MLASSETS, "ingest", "--config", str(bad), "--partition", "2024-01"], PASS, code=2,
+                              says="sourcee")
     return Result(ours, "s", f"`mlassets ingest` with a typo in the config; python -c pass {anchor:.3f} s")
 
 
@@ -90,8 +96,9 @@ def _demo(home: str) -> dict[str, float]:
         cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=0.2))
         with get_instance() as instance:
             started = time.perf_counter()
-            run_demo(instance, cfg, cfg.dataset.partitions.keys[:3], {}, progress=lambda _: None)
+            rows = run_demo(instance, cfg, cfg.dataset.partitions.keys[:3], {}, progress=lambda _: None)
             wall = time.perf_counter() - started
+            expect_equal([r.success for r in rows], [True] * 3, "demo runs that succeeded")
             compute = sum(step_compute_seconds(instance, r.dagster_run.run_id) for r in instance.get_run_records())
     finally:
         if saved is None:
@@ -108,7 +115,8 @@ def _home_env() -> dict[str, str]:
 
 @benchmark("versions_speed", goal="mlassets versions on a demo home / import dagster", better="lower", target=1.5)
 def versions_speed() -> Result:
-    ours, anchor = paired([*MLASSETS, "versions", "--config", "flights"], IMPORT_DAGSTER, _home_env())
+    ours, anchor = paired([*MLASSETS, "versions", "--config", "flights"], IMPORT_DAGSTER, _home_env(),
+                          says="2013-03")
     return Result(ours / anchor, "x", f"{ours:.2f} s vs import dagster {anchor:.2f} s (3 data versions)")
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.checks import expect, expect_equal
 from bench.registry import Result, benchmark
 from mlassets.core.data.store.local import LocalStore
 
@@ -53,8 +54,14 @@ def ingest(store: LocalStore, parts: dict[str, bytes], message: str) -> str:
     with store.transaction("flights", "main", message) as tx:
         for month, data in parts.items():
             tx.put(f"raw/flights/{month}.parquet", data)
-    assert tx.commit is not None
+    expect(tx.commit is not None, f"commit {message!r} made no commit")
     return tx.commit.id
+
+
+def expect_stored(store: LocalStore, ref: str, parts: dict[str, bytes], what: str) -> None:
+    """Every partition of ``parts`` reads back, byte for byte, at ``ref``."""
+    for month, data in parts.items():
+        expect(store.read("flights", ref, f"raw/flights/{month}.parquet") == data, f"{what}: {month} differs at {ref}")
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -81,6 +88,7 @@ def store_one_partition_growth() -> Result:
         before = store_bytes(root)
         ingest(store, {**parts, MONTHS[6]: changed}, "2013-07 corrected")
         grown = store_bytes(root) - before
+        expect_stored(store, "main", {**parts, MONTHS[6]: changed}, "the corrected version")
     total = sum(map(len, parts.values()))
     return Result(grown / len(changed), "x", f"{grown:,} B new for a {len(changed):,} B partition "
                                              f"(all 12 re-put; {total / 1e6:.1f} MB in total)")
@@ -97,7 +105,8 @@ def store_recommit_unchanged() -> Result:
             firsts.append(timed(lambda s=store: ingest(s, parts, "first")))
             head = store.resolve("flights", "main")
             agains.append(timed(lambda s=store: ingest(s, parts, "again")))
-            assert store.resolve("flights", "main") == head  # unchanged data: no new commit
+            expect_equal(store.resolve("flights", "main"), head, "head after committing unchanged data")
+        expect_stored(store, "main", parts, "the re-committed version")
     first, again = statistics.median(firsts), statistics.median(agains)
     size = sum(map(len, parts.values())) / 1e6
     return Result(again / first, "x", f"first {first * 1e3:.0f} ms, again {again * 1e3:.1f} ms "
@@ -114,6 +123,8 @@ def store_read_old_commit() -> Result:
         for seed, month in enumerate(MONTHS[1:], start=1):  # 11 later commits, each correcting one month
             ingest(store, {month: partition(month, seed)}, f"{month} corrected")
         paths = store.list_objects("flights", oldest)
+        expect_equal(len(paths), len(MONTHS), "partitions at the oldest commit")
+        expect_stored(store, oldest, parts, "the oldest commit")
 
         def read_all(ref: str) -> None:
             for path in paths:

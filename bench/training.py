@@ -4,12 +4,17 @@
   data and steps (both in this process, one thread, alternated to share the machine's noise);
 - training stall per checkpoint: async DCP save / blocking ``torch.save`` of the same model + optimizer state;
 - 2 ranks / 1 rank throughput under torchrun (gloo, one thread per rank): a compute-bound 2048-wide MLP at
-  global batch 2048, and a narrow model at a small batch (communication-bound), from step telemetry.
+  global batch 2048, and a narrow model at a small batch (communication-bound), from step telemetry. The
+  compute-bound one is stated against a raw DDP loop's 2 / 1 rank scaling on the same model, batch and data, in
+  the same run (``bench.raw_ddp``): what this machine's two cores give any DDP loop.
+
+Every training run must have trained on all its rows and written its model (``bench.checks``).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import statistics
 import subprocess
@@ -22,6 +27,8 @@ import mlflow
 import pyarrow.parquet as pq
 import torch
 
+from bench.checks import expect, expect_equal, expect_finite, expect_trained
+from bench.interval import decide
 from bench.registry import Result, benchmark
 from mlassets.core import tracking
 from mlassets.core.config import parse_config
@@ -38,7 +45,7 @@ from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
 
 REPO = Path(__file__).resolve().parents[1]
-PAIRS = 5
+PAIRS, THROUGHPUT_GOAL = 8, 0.97  # at most 8 pairs for the interval on a throughput ratio
 THROUGHPUT = {"model": {"hidden": [512, 512], "embedding_dim": 8},
               "training": {"epochs": 1, "batch_size": 1024, "checkpoint_every_steps": 100, "telemetry_every_steps": 20}}
 THROUGHPUT_ROWS = 1024 * 200
@@ -91,23 +98,29 @@ def platform_loop(job: TrainJob) -> dict:
 
 
 def throughput_ratio(spec: dict, root: Path, what: str) -> Result:
-    """Bare loop / platform loop seconds, median of ``PAIRS`` alternated pairs on the same data."""
+    """Bare loop / platform loop seconds, in alternated pairs on the same data until the interval on their ratio
+    decides against ``THROUGHPUT_GOAL`` (``bench.interval``)."""
     base = _job(root, "warm", spec, THROUGHPUT_ROWS)
     cfg = parse_config(base.config)
     data = load_data(cfg, base.train_path, base.validation_path, None)
-    ratios, detail = [], ""
-    for i in range(PAIRS):
+    details: list[str] = []
+
+    def pair(i: int) -> float:
         bare = bare_loop(data, base)
         result = platform_loop(_job(root, f"run{i}", spec, THROUGHPUT_ROWS))
-        ratios.append(bare / result.loop_seconds)
-        detail = (f"{result.steps} steps of {cfg.training.batch_size} rows, {what}; bare {bare:.2f} s vs platform "
-                  f"loop {result.loop_seconds:.2f} s ({len(result.checkpoints)} checkpoints kept; MLflow flushed "
-                  "every 1 s)")
-    return Result(statistics.median(ratios), "x", f"median of {PAIRS} alternated pairs "
-                  f"[{', '.join(f'{r:.3f}' for r in ratios)}]; last: {detail}")
+        expect_trained(result, THROUGHPUT_ROWS, f"platform loop {i}")
+        expect(result.checkpoints, f"platform loop {i} kept no checkpoint")
+        details.append(f"{result.steps} steps of {cfg.training.batch_size} rows, {what}; bare {bare:.2f} s vs "
+                       f"platform loop {result.loop_seconds:.2f} s ({len(result.checkpoints)} checkpoints kept; MLflow "
+                       "flushed every 1 s)")
+        return bare / result.loop_seconds
+
+    interval = decide(pair, THROUGHPUT_GOAL, "higher", 3, PAIRS)
+    return Result(interval.estimate, "x", f"pairs [{', '.join(f'{r:.3f}' for r in interval.ratios)}]; last: "
+                  f"{details[-1]}", interval=interval)
 
 
-@benchmark("training_throughput", goal="platform / bare-loop throughput", better="higher", target=0.97)
+@benchmark("training_throughput", goal="platform / bare-loop throughput", better="higher", target=THROUGHPUT_GOAL)
 def training_throughput() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
         return throughput_ratio(THROUGHPUT, Path(tmp), f"mlp hidden {THROUGHPUT['model']['hidden']}")
@@ -141,50 +154,71 @@ def checkpoint_stall() -> Result:
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
         job = _job(Path(tmp), "async", STALL, STALL_ROWS)
         result = run_training(job, PrintReporter(stream=io.StringIO()))
+        expect_trained(result, STALL_ROWS, "checkpointed training")
+        expect(result.final_checkpoint, "checkpointed training left no final checkpoint")
         size = sum(p.stat().st_size for p in Path(result.final_checkpoint).iterdir()) / 2**20
         data = load_data(parse_config(job.config), job.train_path, job.validation_path, None)
         stalls = _stalls(result, STALL["training"]["checkpoint_every_steps"])
         blocking = _torch_save_seconds(job, data)
+    expect(stalls and blocking, f"no saves to compare: {len(stalls)} async, {len(blocking)} torch.save")
     a, b = statistics.median(stalls), statistics.median(blocking)
     return Result(a / b, "x", f"{size:.0f} MiB state, {len(stalls)} saves after the first: async stall median "
                   f"{1000 * a:.1f} ms vs torch.save + sync {1000 * b:.1f} ms; median step "
                   f"{result.telemetry['median_step_ms']:.0f} ms")
 
 
-def _throughput(spec: dict, nproc: int, rows: int, root: Path) -> float:
-    """Global samples per second from rank 0's median step (warm-up steps dropped)."""
-    job = _job(root, f"{nproc}-{spec['training']['batch_size']}", spec, rows)
-    path = job.to_json(Path(job.out_dir).with_suffix(".json"))
+def _launch(command: list[str], what: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(train_command(nproc, path), capture_output=True, text=True, env=env, timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"training with {nproc} rank(s) failed:\n{proc.stderr[-2000:]}")
-    result = read_result(job.out_dir)
-    rows_ = pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()[2:]
-    return spec["training"]["batch_size"] / statistics.median(r["t_step"] for r in rows_)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, cwd=REPO)
+    expect(proc.returncode == 0, f"{what} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
 
 
-def _scaling(spec: dict, rows: int, repeats: int = 2) -> tuple[float, float, float]:
-    """(ratio, 1-rank, 2-rank throughput): the best of ``repeats`` alternated runs of each, which filters
-    out other processes on the 2 cores (each rank needs a core to itself)."""
-    ones, twos = [], []
+def _throughput(spec: dict, nproc: int, rows: int, root: Path, raw: bool = False) -> float:
+    """Global samples per second from rank 0's median step (warm-up steps dropped): the platform's training
+    process (its step telemetry), or with ``raw`` the raw DDP loop of ``bench.raw_ddp`` on the same job."""
+    job = _job(root, f"{'raw' if raw else 'platform'}-{nproc}-{spec['training']['batch_size']}", spec, rows)
+    path = job.to_json(Path(job.out_dir).with_suffix(".json"))
+    batch, steps = spec["training"]["batch_size"], -(-rows // spec["training"]["batch_size"])
+    if raw:
+        out = Path(job.out_dir).with_suffix(".steps.json")
+        torchrun = train_command(nproc, path, torchrun=True)[:-4]  # its launcher and flags, not the module
+        _launch([*torchrun, "-m", "bench.raw_ddp", str(path), str(out)], f"raw DDP loop with {nproc} rank(s)")
+        report = json.loads(out.read_text())
+        expect_equal((report["rows"], len(report["step_seconds"])), (rows, steps), f"raw DDP {nproc}: rows, steps")
+        expect_finite([abs(v) + 1e-12 for v in report["losses"]], f"raw DDP {nproc}: losses")
+        seconds = report["step_seconds"][2:]
+    else:
+        _launch(train_command(nproc, path), f"training with {nproc} rank(s)")
+        result = read_result(job.out_dir)
+        expect_trained(result, rows, f"training with {nproc} rank(s)")
+        seconds = [r["t_step"] for r in pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()[2:]]
+    expect(seconds, f"{'raw DDP' if raw else 'training'} with {nproc} rank(s): no step after the warm-up")
+    return batch / statistics.median(seconds)
+
+
+def _scaling(spec: dict, rows: int, repeats: int = 2, sides: tuple[bool, ...] = (False,)) -> list[tuple[float, ...]]:
+    """Per side (False: the platform, True: the raw DDP loop) its (ratio, 1-rank, 2-rank throughput): the best of
+    ``repeats`` runs of each, alternated across sides and ranks, which filters out other processes on the 2 cores
+    (each rank needs a core to itself)."""
+    runs: dict[tuple[bool, int], list[float]] = {(raw, n): [] for raw in sides for n in (1, 2)}
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         for i in range(repeats):
-            ones.append(_throughput(spec, 1, rows, Path(tmp) / f"r{i}"))
-            twos.append(_throughput(spec, 2, rows, Path(tmp) / f"r{i}"))
-    return max(twos) / max(ones), max(ones), max(twos)
+            for raw, n in runs:
+                runs[raw, n].append(_throughput(spec, n, rows, Path(tmp) / f"r{i}", raw))
+    return [(max(runs[raw, 2]) / max(runs[raw, 1]), max(runs[raw, 1]), max(runs[raw, 2])) for raw in sides]
 
 
-@benchmark("scaling_2_ranks_compute_bound", goal="2 ranks / 1 rank throughput, 6x2048 MLP, batch 2048",
-           better="higher", target=1.8)
+@benchmark("scaling_2_ranks_compute_bound", goal="2/1-rank scaling, 6x2048 MLP, batch 2048 / a raw DDP loop's",
+           better="higher", target=0.97)
 def scaling_compute_bound() -> Result:
-    ratio, one, two = _scaling(WIDE, 2048 * 10)
-    return Result(ratio, "x", f"gloo, 1 thread per rank, best of 2 runs each: {one:.0f} -> {two:.0f} samples/s")
+    (ours, one, two), (raw, raw_one, raw_two) = _scaling(WIDE, 2048 * 10, sides=(False, True))
+    return Result(ours / raw, "x", f"gloo, 1 thread per rank, best of 2 runs each: platform {one:.0f} -> {two:.0f} "
+                  f"samples/s ({ours:.2f}x), raw DDP loop {raw_one:.0f} -> {raw_two:.0f} samples/s ({raw:.2f}x)")
 
 
 @benchmark("scaling_2_ranks_comm_bound", goal="2 ranks / 1 rank throughput, narrow MLP, batch 64 (informational)",
            better="higher", target=0.0)
 def scaling_comm_bound() -> Result:
-    ratio, one, two = _scaling(NARROW, 64 * 60)
+    [(ratio, one, two)] = _scaling(NARROW, 64 * 60)
     return Result(ratio, "x", f"gloo, 1 thread per rank, best of 2 runs each: {one:.0f} -> {two:.0f} samples/s "
                   "(all-reduce dominates: expected < 1)")

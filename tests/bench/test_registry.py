@@ -10,6 +10,7 @@ import pytest
 
 from bench import registry
 from bench.__main__ import main
+from bench.checks import NO_TELEMETRY
 from bench.orchestration import overhead_seconds, step_compute_seconds, trivial_chain
 from bench.registry import Result, benchmark
 
@@ -85,7 +86,7 @@ def test_unknown_name_is_a_usage_error() -> None:
 
 
 def test_step_time_arithmetic_on_a_real_run(tmp_path) -> None:
-    with dg.DagsterInstance.local_temp(str(tmp_path)) as instance:
+    with dg.DagsterInstance.local_temp(str(tmp_path), overrides=NO_TELEMETRY) as instance:
         start = time.perf_counter()
         result = dg.materialize(trivial_chain(2), instance=instance)
         wall = time.perf_counter() - start
