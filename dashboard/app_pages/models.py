@@ -42,7 +42,8 @@ else:
         if row["dagster_run_id"]:
             links["Dagster run"] = f"{data.dagster_url()}/runs/{row['dagster_run_id']}"
         st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))
-        st.markdown(f"**{'passed' if row['gate_passed'] else 'failed'}**: {row['gate_summary']}")
+        summary = str(row["gate_summary"]).removeprefix("pass").removeprefix("fail").lstrip(":; ")  # the verdict once
+        st.markdown(f"**Gate {'passed' if row['gate_passed'] else 'rejected'}**" + (f": {summary}" if summary else ""))
         st.dataframe(rules, hide_index=True, key="rules")
         evaluation = data.evaluation(model, int(version))
         st.subheader("Holdout metrics")

@@ -14,6 +14,7 @@ from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
+from mlassets.defs.verdict import observe_rejection, rejection_failure, tag_mlflow_run
 
 _LATENCY = ("single_median_ms", "single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms",
             "rows_per_s")
@@ -135,10 +136,12 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             context.log.warning(f"gate: {reason}")
         names = version_metadata(context.resources.store.open(), cfg, evaluation.data_version)
         metadata = {**names, **gate_metadata(gate), **active_run_links()}
+        tag_mlflow_run(gate.passed, gate.reasons())
         if not gate.passed:
             reasons = "; ".join(gate.reasons()) or "the gate failed"
-            raise dg.Failure(description=f"gate rejected {names['data_version_name']}: {reasons}.",
-                             metadata=metadata, allow_retries=False)
+            description = f"gate rejected {names['data_version_name']}: {reasons}."
+            observe_rejection(context, description, gate_metadata(gate))
+            raise rejection_failure(description, metadata)
         return dg.Output(gate, metadata=metadata)
 
     return [evaluation, gate_result]

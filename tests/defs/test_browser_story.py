@@ -45,13 +45,14 @@ def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> 
         assert tags["mlassets/version_name"] == _label(demo, i) and tags["dagster/partition"] == row.data_version
         assert row.data_version == f"{row.month}.{row.commit[:8]}" and tags["mlassets/data_commit"] == row.commit
         version = registry.get_version(demo.cfg.model.registered_name, i + 1)
-        assert version.description.startswith(f"**flights · {_label(demo, i)}**")
+        assert version.description.startswith(f"flights · {_label(demo, i)}: gate ") and "**" not in version.description
         assert version.tags["dagster_run_url"].endswith(f"/runs/{row.run_id}")
         run = mlflow.get_run(version.tags["mlflow_run_id"])
         assert run.info.run_name == f"flights · {_label(demo, i)}"
         assert run.data.tags["dagster_run_url"] == version.tags["dagster_run_url"]
     broken = demo.rows[2]
-    assert "Gate **rejected**" in registry.get_version(demo.cfg.model.registered_name, 3).description
+    rejected = registry.get_version(demo.cfg.model.registered_name, 3).description.splitlines()[0]
+    assert "gate rejected it against champion v" in rejected and "slice carrier=UA" in rejected  # the first line
     checks = [e.dagster_event.event_specific_data for e in demo.instance.all_logs(broken.run_id)
               if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert checks and {c.partition for c in checks} == {broken.data_version}  # the history's Partition column
