@@ -33,7 +33,9 @@ else:
                                title=f"Candidate vs champion per slice (relative change of the main metric; "
                                      f"{worse})"), key="slices")
     if not versions.empty:
-        version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version")
+        named = dict(zip(versions["version"], versions["data_version"], strict=True))
+        version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version",
+                               format_func=lambda v: f"v{v} · {named[v]}" if named[v] else f"v{v}")
         rules, unjudged = data.gate_rules(model, int(version))
         row = versions[versions["version"] == version].iloc[0]
         links = {"Model version": data.model_version_url(model, version)}
