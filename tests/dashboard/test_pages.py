@@ -160,7 +160,7 @@ def test_bottlenecks_offers_the_sources_worked_examples_and_numbers_of_ones_own(
     assert at.subheader[0].value.startswith("Verdict: straggler: rank 3, input path")
     assert "the other ranks wait 240 ms per step for it" in _text(at) and "420 ms and spends 250 ms" in _text(at)
     table = at.dataframe[0].value  # the others' sync holds their wait: no 5 ms sync beside a 240 ms wait
-    assert table.loc[0, "gradient sync"] == 245.0 and table.loc[0, "median_step"] == 420.0
+    assert table.loc[0, "mean gradient sync"] == 245.0 and table.loc[0, "median step"] == 420.0
     at.radio(key="source").set_value("My own numbers").run()
     at.toggle(key="own-slow").set_value(False).run()
     at.number_input(key="own-compute").set_value(900.0).run()
@@ -168,6 +168,7 @@ def test_bottlenecks_offers_the_sources_worked_examples_and_numbers_of_ones_own(
     at.number_input(key="own-compute").set_value(10.0).run()
     at.number_input(key="own-data").set_value(500.0).run()
     assert at.subheader[0].value == "Verdict: input-bound" and "500 of 530 ms per step is data wait" in _text(at)
+    assert "(means over the steady steps" in _text(at) and "mean data wait" in at.dataframe[0].value.columns
 
 
 def test_a_p99_of_a_few_requests_says_it_is_too_few(home: str) -> None:
