@@ -52,9 +52,10 @@ def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> 
         run = mlflow.get_run(version.tags["mlflow_run_id"])
         assert run.info.run_name == f"flights · {_label(demo, i)}"
         assert run.data.tags["dagster_run_url"] == version.tags["dagster_run_url"]
-    broken = demo.rows[2]
-    rejected = registry.get_version(demo.cfg.model.registered_name, 3).description.splitlines()[0]
-    assert "gate rejected it against champion v" in rejected and "slice carrier=UA" in rejected  # the first line
+    broken, broken_label = demo.rows[2], _label(demo, 2)
+    described = registry.get_version(demo.cfg.model.registered_name, 3).description
+    assert described.splitlines()[0].startswith(f"flights · {broken_label}: gate rejected it against champion v")
+    assert ": slice " in described.splitlines()[0] and "- slice carrier=UA" in described  # first line: a reason
     checks = [e.dagster_event.event_specific_data for e in demo.instance.all_logs(broken.run_id)
               if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert checks and {c.partition for c in checks} == {broken.data_version}  # the history's Partition column
@@ -62,7 +63,8 @@ def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> 
     assert not gate.passed and gate.description.startswith(f"v3 · {_label(demo, 2)}: ")
     training = mlflow.get_run(registry.get_version(demo.cfg.model.registered_name, 3).tags["mlflow_run_id"])
     assert training.info.status == "FINISHED"  # it trained; the gate's verdict is a tag, not a failed run
-    assert training.data.tags["gate_verdict"].startswith("rejected: slice carrier=UA")
+    assert training.data.tags["gate_verdict"].startswith("rejected: slice ")
+    assert "slice carrier=UA" in training.data.tags["gate_verdict"]
     failures = [e.dagster_event for e in demo.instance.all_logs(broken.run_id, dg.DagsterEventType.STEP_FAILURE)]
     description = failures[0].step_failure_data.user_failure_data.description
     assert description.startswith(f"gate rejected {_label(demo, 2)}: ") and "slice carrier=UA" in description
@@ -115,7 +117,10 @@ def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
             shot("03-passing-months-by-readable-key")
 
             page.goto(f"{dagster}/assets/flights/gate_result?view=partitions&partition={keys[2]}")
-            expect(page.get_by_text(f"gate rejected {broken}: slice carrier=UA").first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("failed, and did not materialize this asset").first).to_be_visible(timeout=WAIT_MS)
+            page.get_by_text("View all historical events").first.click()  # the partition's own events: the verdict
+            page.get_by_role("dialog").get_by_role("button", name="arrow_drop_down").first.click()  # its metadata
+            expect(page.get_by_text(f"gate rejected {broken}: slice ").first).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text("Traceback", exact=False)).to_have_count(0)  # a verdict, not a crash
             shot("02b-rejected-partition-says-why")
 

@@ -4,6 +4,7 @@ sanity range from the training target, row bands from the partitions seen; each 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -87,8 +88,9 @@ def test_row_bands_are_read_from_the_partitions_seen() -> None:
     assert not short.passed and short.message == ("partition 2012: 40 rows, fewer than the minimum 56 (derived: 10% "
                                                   "of the median 552 rows of 3 other partitions; dataset.min_rows "
                                                   "sets it)")
-    assert row_band(ds.row_change_band, [1000]) == (
-        0.5, "derived: ±50% until two partitions are seen; dataset.row_change_band sets it")
+    assert row_band(ds.row_change_band, [1000]) == (math.inf, (
+        "derived: not judged on first sight, one earlier partition gives no band (from two on: 2x their spread, at "
+        "least ±50%); dataset.row_change_band sets it"))
     band, how = row_band(ds.row_change_band, [100, 150, 100])  # one of them 50% above the others: twice that is allowed
     assert band == pytest.approx(1.0) and how.startswith("derived: 2x the ±50% the 3 partitions seen differ by")
     grown = validate_row_change({"a": 100, "b": 150, "c": 100, "d": 190}, ["d"], ds)
