@@ -62,7 +62,7 @@ def gate_metadata(gate: GateResult) -> dict[str, object]:
         "summary": gate.summary(),
         "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
         "rules": table([{"rule": r.name, "value": r.value, "limit": r.limit, "bound": r.bound, "passed": r.passed,
-                         "reason": r.reason} for r in gate.rules]),
+                         "reason": r.reason, "note": r.note} for r in gate.rules]),  # note: a pass past its limit
         "unjudged_slices": table([u.to_dict() for u in gate.unjudged], ["slice", "value", "n", "min_rows"]),
         "champion_version": gate.gated_against,
         "dropped_missing_target": dg.MetadataValue.int(gate.dropped_missing_target),
