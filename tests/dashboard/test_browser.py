@@ -79,11 +79,15 @@ def server(stack: Stack) -> Iterator[str]:
             proc.wait()
 
 
+# page -> a picker and the data version it shows, by its readable key (never hex)
+VERSIONS = {"models": ("Gate result of version", "v2 · 2013-02.22222222"),
+            "bottlenecks?run=aaaa1111": ("Data version", "2013-01.aaaa1111")}
 # links as other views record them (candidate_model's metadata) -> the page they must open, and what it shows
 LINKS = {
     "": ("bottlenecks", "Verdict:"),  # the root forwards to Bottlenecks at its own URL
     "bottlenecks?run=aaaa1111": ("bottlenecks?run=aaaa1111", "Verdict: input-bound"),
     "bottlenecks?run=cccc3333": ("bottlenecks?run=cccc3333", "Verdict: compute-bound"),
+    "stragglers?run=dddd4444": ("stragglers?run=dddd4444", "One rank: nothing to compare"),
     "stragglers?run=bbbb2222": ("stragglers?run=bbbb2222", "Straggler: rank 1, input path"),
 }
 
@@ -109,7 +113,7 @@ def test_every_page_in_chromium(server: str) -> None:
                 page.goto(f"{server}/{path}")  # every page by its own URL
                 main = page.locator("section.stMain, [data-testid='stMain']").first
                 for text in texts:
-                    expect(main.get_by_text(text, exact=False).first).to_be_visible(timeout=60_000)
+                    expect(main.get_by_text(text, exact=False).filter(visible=True).first).to_be_visible(timeout=60_000)
                 _no_error_page(page)
                 if path != "capacity":  # charts: plotly drew them
                     expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
@@ -117,9 +121,13 @@ def test_every_page_in_chromium(server: str) -> None:
             for link, (landing, text) in LINKS.items():
                 page.goto(f"{server}/{link}")
                 main = page.locator("section.stMain, [data-testid='stMain']").first
-                expect(main.get_by_text(text, exact=False).first).to_be_visible(timeout=60_000)
+                expect(main.get_by_text(text, exact=False).filter(visible=True).first).to_be_visible(timeout=60_000)
                 expect(page).to_have_url(re.compile("^" + re.escape(f"{server}/{landing}")), timeout=30_000)
                 _no_error_page(page)
+            for path, (picker, shown) in VERSIONS.items():
+                page.goto(f"{server}/{path}")
+                combobox = page.get_by_role("combobox", name=picker)
+                expect(combobox).to_match_aria_snapshot(f'- combobox "{picker}": {shown}', timeout=60_000)
         finally:
             browser.close()
     assert sorted(p.name for p in OUTPUT.glob("*.png")) >= sorted(f"{p}.png" for p in PAGES)
