@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.version_names import NAME_TAG, keys_by_commit, readable_key
 from mlassets.core import paths
 from mlassets.core.diagnose import spans as span_data
 from mlassets.core.diagnose.profile import ProfileReport, analyze, has_traces
@@ -101,6 +102,16 @@ def _client() -> Any:
 
     mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
     return mlflow.MlflowClient()
+
+
+def data_version_keys() -> dict[str, str]:
+    """Data commit -> readable key (``2013-04.ff6dd3fa``) of every training run MLflow holds."""
+    if not _mlflow_ready():
+        return {}
+    client = _client()
+    found = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                               filter_string="tags.data_commit LIKE '%'", max_results=5000)
+    return keys_by_commit([r.data.tags for r in found])
 
 
 def run_links(run: RunDir) -> dict[str, str]:
@@ -195,12 +206,13 @@ def _gate(tags: dict[str, str]) -> dict[str, Any]:
 
 
 def versions(model: str) -> pd.DataFrame:
-    """One row per registered version: data commit, gate verdict and summary, run ids."""
-    columns = ["version", "data_commit", "gate_passed", "gate_summary", "mlflow_run_id", "dagster_run_id"]
+    """One row per registered version: data version (readable key), gate verdict and summary, run ids."""
+    columns = ["version", "data_version", "gate_passed", "gate_summary", "mlflow_run_id", "dagster_run_id"]
     if not _mlflow_ready():
         return pd.DataFrame(columns=columns)
     found = _client().search_model_versions(f"name='{model}'")
-    rows = [{"version": int(v.version), "data_commit": v.tags.get("data_commit", ""),
+    rows = [{"version": int(v.version), "data_version": readable_key(v.tags.get(NAME_TAG, ""),
+                                                                        v.tags.get("data_commit", "")),
              "gate_passed": v.tags.get("gate_passed") == "true", "gate_summary": v.tags.get("gate_summary", ""),
              "mlflow_run_id": v.run_id or v.tags.get("mlflow_run_id", ""),
              "dagster_run_id": v.tags.get("dagster_run_id", "")} for v in found]

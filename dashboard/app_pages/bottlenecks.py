@@ -67,7 +67,10 @@ if d is not None:
     shares["percent"] = 100 * shares["ms"] / shares.groupby("rank")["ms"].transform("sum")
     st.plotly_chart(px.bar(shares, x="percent", y="rank", color="part", orientation="h",
                            title="Share of the step per rank (%)"), key="shares")
-    table = d.summary[["steps", "median_step", "p90_step", *TIMES]].rename(columns=LABELS).round(2)
+    named = {"t_step": "mean step", **{t: f"mean {LABELS[t]}" for t in TIMES}, "median_step": "median step",
+             "p90_step": "p90 step"}  # the verdict reads the means; the step's median and p90 show its spread
+    table = d.summary[["steps", "t_step", *TIMES, "median_step", "p90_step"]].rename(columns=named).round(2)
+    st.caption("Per rank, ms per step over the steady steps (warm-up left out).")
     st.dataframe(table, key="per-rank")
     gpu = series.dropna(subset=["gpu_util"])
     if run is not None and gpu.empty:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data
+from dashboard.version_names import key_for_prefix
 from mlassets.core.diagnose.runs import RunDir
 
 
@@ -21,8 +22,10 @@ def pick_run(key: str) -> RunDir | None:
     datasets = sorted({r.dataset for r in runs})
     dataset = left.selectbox("Dataset", datasets, index=datasets.index(chosen.dataset), key=f"{key}-dataset")
     versions = list(dict.fromkeys(r.data_version for r in runs if r.dataset == dataset))
+    names = data.data_version_keys()  # 2013-04.ff6dd3fa, as every other view names it
     version = mid.selectbox("Data version", versions, key=f"{key}-version",
-                            index=versions.index(chosen.data_version) if chosen.data_version in versions else 0)
+                            index=versions.index(chosen.data_version) if chosen.data_version in versions else 0,
+                            format_func=lambda v: key_for_prefix(names, v))
     options = {r.run_key: r for r in runs if r.dataset == dataset and r.data_version == version}
     keys = list(options)
     picked = right.selectbox("Run", keys, key=f"{key}-run", index=keys.index(chosen.run_key) if chosen.run_key in keys

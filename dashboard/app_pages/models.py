@@ -33,7 +33,9 @@ else:
                                title=f"Candidate vs champion per slice (relative change of the main metric; "
                                      f"{worse})"), key="slices")
     if not versions.empty:
-        version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version")
+        named = dict(zip(versions["version"], versions["data_version"], strict=True))
+        version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version",
+                               format_func=lambda v: f"v{v} · {named[v]}" if named[v] else f"v{v}")
         rules, unjudged = data.gate_rules(model, int(version))
         row = versions[versions["version"] == version].iloc[0]
         links = {"Model version": data.model_version_url(model, version)}
@@ -42,7 +44,8 @@ else:
         if row["dagster_run_id"]:
             links["Dagster run"] = f"{data.dagster_url()}/runs/{row['dagster_run_id']}"
         st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))
-        st.markdown(f"**{'passed' if row['gate_passed'] else 'failed'}**: {row['gate_summary']}")
+        summary = str(row["gate_summary"]).removeprefix("pass").removeprefix("fail").lstrip(":; ")  # the verdict once
+        st.markdown(f"**Gate {'passed' if row['gate_passed'] else 'rejected'}**" + (f": {summary}" if summary else ""))
         st.dataframe(rules, hide_index=True, key="rules")
         evaluation = data.evaluation(model, int(version))
         st.subheader("Holdout metrics")

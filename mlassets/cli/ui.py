@@ -64,7 +64,8 @@ def dashboard_command(host: str, port: int) -> list[str]:
     """``streamlit run dashboard/streamlit_app.py``, headless, on ``host:port``, no usage statistics."""
     app = Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py"
     return [os.path.join(os.path.dirname(sys.executable), "streamlit"), "run", str(app), "--server.address", host,
-            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "minimal"]  # no "Deploy" button: this dashboard is served, not edited
 
 
 def default_port(kind: str) -> int:

@@ -56,13 +56,14 @@ class Record:
 
     def to_tags(self) -> dict[str, str]:
         """Every field as a string: scalars as text (booleans ``true``/``false``), lists and mappings as JSON;
-        a nested record's fields join the same flat set of tags."""
+        a nested record's fields join the same flat set of tags. A text field left at its empty default makes no
+        tag (``from_tags`` gives the default back)."""
         tags: dict[str, str] = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if isinstance(value, Record) and value.flat_in_tags:
                 tags.update(value.to_tags())
-            elif value is not None:
+            elif value is not None and not (value == "" and f.default == ""):  # an empty default: no empty tag
                 tags[f.name] = _tag(_plain(value))
         return tags
 

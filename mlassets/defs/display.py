@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-_TEXT = ("slice", "value", "model", "rule", "reason", "check", "message", "bound", "class")
+_TEXT = ("slice", "value", "model", "rule", "reason", "note", "check", "message", "bound", "class")
 _INTS = ("n", "count", "bin", "rows", "failures")
 
 

@@ -13,6 +13,7 @@ from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
+from mlassets.defs.verdict import observe_rejection, rejection_failure, tag_mlflow_run
 
 _LATENCY = ("single_median_ms", "single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms",
             "rows_per_s")
@@ -60,7 +61,7 @@ def gate_metadata(gate: GateResult) -> dict[str, object]:
         "summary": gate.summary(),
         "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
         "rules": table([{"rule": r.name, "value": r.value, "limit": r.limit, "bound": r.bound, "passed": r.passed,
-                         "reason": r.reason} for r in gate.rules]),
+                         "reason": r.reason, "note": r.note} for r in gate.rules]),  # note: a pass past its limit
         "unjudged_slices": table([u.to_dict() for u in gate.unjudged], ["slice", "value", "n", "min_rows"]),
         "champion_version": gate.gated_against,
         "dropped_missing_target": dg.MetadataValue.int(gate.dropped_missing_target),
@@ -118,10 +119,12 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             context.log.warning(f"gate: {reason}")
         names = version_metadata(context.resources.store.open(), cfg, evaluation.data_version)
         metadata = {**names, **gate_metadata(gate), **active_run_links()}
+        tag_mlflow_run(gate.passed, gate.reasons())
         if not gate.passed:
             reasons = "; ".join(gate.reasons()) or "the gate failed"
-            raise dg.Failure(description=f"gate rejected {names['data_version_name']}: {reasons}.",
-                             metadata=metadata, allow_retries=False)
+            description = f"gate rejected {names['data_version_name']}: {reasons}."
+            observe_rejection(context, description, gate_metadata(gate))
+            raise rejection_failure(description, metadata)
         return dg.Output(gate, metadata=metadata)
 
     return [evaluation, gate_result]

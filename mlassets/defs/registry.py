@@ -27,6 +27,7 @@ from mlassets.defs.lookup import (
     version_metadata,
 )
 from mlassets.defs.partitions import blocking_check, data_versions
+from mlassets.defs.verdict import rejection_failure
 
 ROOT_RUN_TAG = "mlassets.dagster_root_run"  # the run (and its retries) that registered a version: registered once
 
@@ -56,7 +57,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     versions_def = data_versions(cfg)
     name = cfg.model.registered_name
     gate_check = blocking_check("gate_passed", keys.registered_model, versions_def,
-                                "the version's registry record holds a passing gate result; blocks promotion")
+                                "per data version: its registry record holds a passing gate result (blocks "
+                                "promotion). A rejected version stays Failed in this check's status while the latest "
+                                "execution, a newer version, passes: the history lists each version's verdict")
 
     @dg.asset(key=keys.registered_model, partitions_def=versions_def, group_name="registry",
               ins={"candidate": dg.AssetIn(keys.candidate_model), "evaluation": dg.AssetIn(keys.evaluation)},
@@ -88,9 +91,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         })
         yield check_result(name, registered.version, label, gate)
         if not gate.passed:  # the step fails with the reasons, not with Dagster's "1 blocking asset check failed"
-            raise dg.Failure(description=rejection(name, registered.version, label, gate, promote.live_version(name)),
-                             metadata={"failed_rules": dg.MetadataValue.md(
-                                 "\n".join(f"- {r}" for r in gate.reasons()) or "-")}, allow_retries=False)
+            raise rejection_failure(rejection(name, registered.version, label, gate, promote.live_version(name)),
+                                    {"failed_rules": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons())
+                                                                         or "-")})
 
     @dg.asset(key=keys.champion, partitions_def=versions_def, group_name="registry",
               ins={"registered": dg.AssetIn(keys.registered_model)}, deps=[keys.gate_result],

@@ -12,6 +12,7 @@ from mlassets.core import settings
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
+from mlassets.defs.verdict import is_verdict
 
 if TYPE_CHECKING:
     from dagster_mlflow.resources import MlFlow
@@ -54,8 +55,9 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     """dagster-mlflow's resource, after creating the experiment with artifacts on the embedded stack.
 
     The MLflow run ends when the Dagster run's resources are torn down (after its last step, with the jobs'
-    in-process executor): FINISHED when every step succeeded, FAILED when one failed or was skipped (a blocking
-    check failed). No MLflow run stays RUNNING, and the next run in the same process is not logged into it.
+    in-process executor): FINISHED when every step succeeded or the only failures are the gate's verdict (a
+    rejected candidate trained fine: ``gate_verdict`` says why), FAILED when a step failed or was skipped. No
+    MLflow run stays RUNNING, and the next run in the same process is not logged into it.
     """
     import mlflow
     from dagster_mlflow.resources import MlFlow
@@ -81,7 +83,11 @@ def _status(context: dg.InitResourceContext) -> str:
     stopped = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED}
     if context.instance is None or context.dagster_run is None:
         return RunStatus.to_string(RunStatus.FINISHED)
-    records = context.instance.get_records_for_run(context.dagster_run.run_id, of_type=stopped, limit=1).records
+    run_id = context.dagster_run.run_id
+    failures = context.instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
+    if failures and all(is_verdict(r.event_log_entry.dagster_event.event_specific_data) for r in failures):
+        return RunStatus.to_string(RunStatus.FINISHED)  # trained, and rejected by the gate: a verdict, not a crash
+    records = context.instance.get_records_for_run(run_id, of_type=stopped, limit=1).records
     return RunStatus.to_string(RunStatus.FAILED if records else RunStatus.FINISHED)
 
 

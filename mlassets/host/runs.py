@@ -28,6 +28,7 @@ from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
 from mlassets.host.code_server import LOCATION
 from mlassets.host.run_liveness import process_tags
+from mlassets.host.run_origin import execute_with_origin, job_origin
 
 REPOSITORY = "__repository__"  # the code location's one repository (the location: ``code_server.LOCATION``)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
@@ -97,8 +98,8 @@ def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_con
     recon = ReconstructableRepository.for_module("mlassets.definitions", "defs").get_reconstructable_job(job_name)
     run_tags = {"dagster/partition": partition, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}", **process_tags(),
                 **(tags or {})}  # the process tags: a killed command's run is found and marked failed
-    with dg.execute_job(recon, instance, run_config={**QUIET, **(run_config or {})}, tags=run_tags,
-                        raise_on_error=False) as result:
+    origin = job_origin(LOCATION, REPOSITORY, job_name)  # a run of the code location: every view lists it
+    with execute_with_origin(recon, instance, origin, {**QUIET, **(run_config or {})}, run_tags) as result:
         return Run(result.run_id, result.success, {e.asset_key for e in result.get_asset_materialization_events()},
                    [e for e in result.get_asset_check_evaluations() if not e.passed], _failure(result))
 

@@ -25,6 +25,16 @@ def test_the_registry_record_survives_json_and_tags(passed: bool) -> None:
     assert RegistryRecord.from_tags({**tags, "mlassets.version_name": "2013-03 · aaaaaaaa"}) == rec
 
 
+def test_an_empty_text_default_makes_no_tag() -> None:
+    """MLflow lists every tag of a version: ``image_digest: ""`` and the like say nothing, so they are left out."""
+    rec = record(True)
+    assert rec.warm_start_from == "" and rec.image_digest == ""
+    tags = rec.to_tags()
+    assert "warm_start_from" not in tags and "image_digest" not in tags and "" not in tags.values()
+    assert RegistryRecord.from_tags(tags) == rec  # the defaults come back
+    assert dataclasses.replace(rec, warm_start_from="3").to_tags()["warm_start_from"] == "3"
+
+
 def test_reading_is_strict_and_names_the_field() -> None:
     data = record(True).to_dict()
     with pytest.raises(RecordError, match="seed"):

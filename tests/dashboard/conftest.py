@@ -16,6 +16,7 @@ DAGSTER_RUN = "aaaa1111-2222-3333-4444-555566667777"
 MODEL = "flights_arr_delay"
 PROFILED = "dddd4444"
 MULTICLASS, MULTICLASS_COMMIT = "penguin_species", "e" * 40
+RUN_COMMIT = "aaaa11110123456789" + "0" * 22  # the data commit of run aaaa1111's folder (its first 16+ digits)
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,13 @@ def _record(home: Path) -> None:
     mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
     client = mlflow.MlflowClient()
     experiment = client.create_experiment("mlassets", artifact_location=(home / "mlartifacts").as_uri())
-    run = client.create_run(experiment, tags={"dagster_run_id": DAGSTER_RUN})
+    run = client.create_run(experiment, tags={"dagster_run_id": DAGSTER_RUN, "data_commit": RUN_COMMIT,
+                                              "mlassets.version_name": f"2013-01 · {RUN_COMMIT[:8]}"})
     client.create_registered_model(MODEL)
     for version, (passed, change, unjudged) in enumerate([(True, 0.0, False), (False, 0.08, True)], 1):
         client.create_model_version(MODEL, (home / "m").as_uri(), run_id=run.info.run_id, tags={
-            "data_commit": f"{version}" * 40, "gate_passed": str(passed).lower(), "dagster_run_id": DAGSTER_RUN,
+            "data_commit": f"{version}" * 40, "mlassets.version_name": f"2013-0{version} · {str(version) * 8}",
+            "gate_passed": str(passed).lower(), "dagster_run_id": DAGSTER_RUN,
             "gate_summary": "pass" if passed else "fail: slice origin=EWR: +8.0%",
             "gate_result": _gate(passed, change, unjudged)})
     _multiclass(home, client, experiment)

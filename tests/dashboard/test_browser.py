@@ -8,10 +8,10 @@ skips, saying why, elsewhere.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mlassets.cli.ui import dashboard_command
 from tests.browser import chromium_or_skip
 from tests.dashboard.conftest import REPO, Stack
 
@@ -52,9 +53,7 @@ def _free_port() -> int:
 @pytest.fixture
 def server(stack: Stack) -> Iterator[str]:
     port = _free_port()
-    command = [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "streamlit_app.py"),
-               "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    command = [*dashboard_command("127.0.0.1", port), "--server.fileWatcherType", "none"]  # as `mlassets ui` does
     proc = subprocess.Popen(command, cwd=REPO, env={**os.environ, "MLASSETS_HOME": str(stack.home)},
                             preexec_fn=_default_signals, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -80,6 +79,27 @@ def server(stack: Stack) -> Iterator[str]:
             proc.wait()
 
 
+# page -> a picker and the data version it shows, by its readable key (never hex)
+VERSIONS = {"models": ("Gate result of version", "v2 · 2013-02.22222222"),
+            "bottlenecks?run=aaaa1111": ("Data version", "2013-01.aaaa1111")}
+# links as other views record them (candidate_model's metadata) -> the page they must open, and what it shows
+LINKS = {
+    "": ("bottlenecks", "Verdict:"),  # the root forwards to Bottlenecks at its own URL
+    "bottlenecks?run=aaaa1111": ("bottlenecks?run=aaaa1111", "Verdict: input-bound"),
+    "bottlenecks?run=cccc3333": ("bottlenecks?run=cccc3333", "Verdict: compute-bound"),
+    "stragglers?run=dddd4444": ("stragglers?run=dddd4444", "One rank: nothing to compare"),
+    "stragglers?run=bbbb2222": ("stragglers?run=bbbb2222", "Straggler: rank 1, input path"),
+}
+
+
+def _no_error_page(page) -> None:  # noqa: ANN001 - a Playwright page
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    expect(page.get_by_text("Page not found")).to_have_count(0)
+    expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)  # client.toolbarMode: no "Deploy"
+
+
 def test_every_page_in_chromium(server: str) -> None:
     chromium = chromium_or_skip()
     from playwright.sync_api import expect, sync_playwright
@@ -90,15 +110,24 @@ def test_every_page_in_chromium(server: str) -> None:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1800})
             for path, texts in PAGES.items():
-                page.goto(f"{server}/{'' if path == 'bottlenecks' else path}")  # the default page is at /
+                page.goto(f"{server}/{path}")  # every page by its own URL
                 main = page.locator("section.stMain, [data-testid='stMain']").first
                 for text in texts:
-                    expect(main.get_by_text(text, exact=False).first).to_be_visible(timeout=60_000)
-                expect(page.get_by_test_id("stException")).to_have_count(0)
-                expect(page.get_by_text("Page not found")).to_have_count(0)
+                    expect(main.get_by_text(text, exact=False).filter(visible=True).first).to_be_visible(timeout=60_000)
+                _no_error_page(page)
                 if path != "capacity":  # charts: plotly drew them
                     expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
                 page.screenshot(path=str(OUTPUT / f"{path}.png"), full_page=True)
+            for link, (landing, text) in LINKS.items():
+                page.goto(f"{server}/{link}")
+                main = page.locator("section.stMain, [data-testid='stMain']").first
+                expect(main.get_by_text(text, exact=False).filter(visible=True).first).to_be_visible(timeout=60_000)
+                expect(page).to_have_url(re.compile("^" + re.escape(f"{server}/{landing}")), timeout=30_000)
+                _no_error_page(page)
+            for path, (picker, shown) in VERSIONS.items():
+                page.goto(f"{server}/{path}")
+                combobox = page.get_by_role("combobox", name=picker)
+                expect(combobox).to_match_aria_snapshot(f'- combobox "{picker}": {shown}', timeout=60_000)
         finally:
             browser.close()
     assert sorted(p.name for p in OUTPUT.glob("*.png")) >= sorted(f"{p}.png" for p in PAGES)

@@ -71,6 +71,16 @@ def test_stragglers_names_the_rank_and_its_input_path(stack: Stack) -> None:
     assert at.subheader[0].value.startswith("No straggler")
 
 
+def test_stragglers_shows_the_source_example_beside_a_one_rank_run(stack: Stack) -> None:
+    at = _page("stragglers")
+    at.selectbox(key="stragglers-version").set_value("dddd44440123456789").run()  # one rank
+    heads = [h.value for h in at.subheader]
+    assert heads[0] == "One rank: nothing to compare" and heads[1].startswith("Straggler: rank ")
+    assert "input path" in heads[1] and "180 ms per step but one takes 420 ms" in _text(at)
+    at.radio(key="straggler-source").set_value("The source's straggler example").run()
+    assert [h.value for h in at.subheader] == heads[1:]  # the example alone, whatever run is recorded
+
+
 def test_scaling_preset_prints_the_source_table_and_the_price_changes_it(stack: Stack) -> None:
     at = _page("scaling")
     assert not at.exception, at.exception
@@ -150,7 +160,7 @@ def test_bottlenecks_offers_the_sources_worked_examples_and_numbers_of_ones_own(
     assert at.subheader[0].value.startswith("Verdict: straggler: rank 3, input path")
     assert "the other ranks wait 240 ms per step for it" in _text(at) and "420 ms and spends 250 ms" in _text(at)
     table = at.dataframe[0].value  # the others' sync holds their wait: no 5 ms sync beside a 240 ms wait
-    assert table.loc[0, "gradient sync"] == 245.0 and table.loc[0, "median_step"] == 420.0
+    assert table.loc[0, "mean gradient sync"] == 245.0 and table.loc[0, "median step"] == 420.0
     at.radio(key="source").set_value("My own numbers").run()
     at.toggle(key="own-slow").set_value(False).run()
     at.number_input(key="own-compute").set_value(900.0).run()
@@ -158,6 +168,7 @@ def test_bottlenecks_offers_the_sources_worked_examples_and_numbers_of_ones_own(
     at.number_input(key="own-compute").set_value(10.0).run()
     at.number_input(key="own-data").set_value(500.0).run()
     assert at.subheader[0].value == "Verdict: input-bound" and "500 of 530 ms per step is data wait" in _text(at)
+    assert "(means over the steady steps" in _text(at) and "mean data wait" in at.dataframe[0].value.columns
 
 
 def test_a_p99_of_a_few_requests_says_it_is_too_few(home: str) -> None:
@@ -190,3 +201,17 @@ def test_bottlenecks_shows_the_hta_analysis_of_a_profiled_run(stack: Stack) -> N
     text = _text(at)
     assert "CPU-only trace: HTA's temporal breakdown" in text and "profiled steps [" in text
     assert "No torch.profiler traces" not in text
+
+
+def test_versions_are_named_by_their_readable_key(stack: Stack) -> None:
+    """As every other view names them (``2013-01.aaaa1111``): the run picker and the models tables, never hex."""
+    at = _page("bottlenecks")
+    at.selectbox(key="bottlenecks-version").set_value("aaaa11110123456789").run()
+    picker = at.selectbox(key="bottlenecks-version")
+    assert "2013-01.aaaa1111" in picker.options and "aaaa11110123456789" not in picker.options
+    at = _page("models")
+    versions = next(d.value for d in at.dataframe if "data_version" in d.value.columns)
+    assert versions["data_version"].tolist() == ["2013-01.11111111", "2013-02.22222222"]
+    assert "data_commit" not in versions.columns
+    assert at.selectbox(key="version").options[:2] == ["v2 · 2013-02.22222222", "v1 · 2013-01.11111111"]
+    assert "**Gate rejected**: slice origin=EWR: +8.0%" in _text(at)  # the verdict once, no "failed: fail:"

@@ -32,5 +32,6 @@ def test_ui_starts_streamlit_on_loopback(monkeypatch) -> None:
     (command,) = [c for c in commands("127.0.0.1", _free(), _free()) if c[0].endswith("streamlit")]
     assert command[command.index("--server.port") + 1] == str(free)
     assert command[command.index("--browser.gatherUsageStats") + 1] == "false"
+    assert command[command.index("--client.toolbarMode") + 1] == "minimal"  # no "Deploy" button
     monkeypatch.setenv("MLASSETS_DASHBOARD_PORT", "0")
     assert not [c for c in commands("127.0.0.1", _free(), _free()) if c[0].endswith("streamlit")]

@@ -22,7 +22,7 @@ from mlassets.core import tracking
 from mlassets.core.registry import versions as registry
 from tests.browser import chromium_or_skip
 from tests.defs.conftest import Demo
-from tests.defs.test_ui import _wait, running_ui
+from tests.defs.test_ui import _get, _wait, running_ui
 
 pytestmark = pytest.mark.e2e
 
@@ -31,6 +31,8 @@ OUTPUT = Path(os.environ.get("MLASSETS_TEST_OUTPUT", REPO / "build" / "test-outp
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 WAIT_MS = 60_000
+RUN_ORIGINS = """{ runsOrError { ... on Runs { results { runId repositoryOrigin {
+  repositoryLocationName repositoryName } } } } }"""
 
 
 def _label(demo: Demo, row: int) -> str:
@@ -45,18 +47,24 @@ def test_demo_runs_carry_version_names_links_and_the_gate_reason(demo: Demo) -> 
         assert tags["mlassets/version_name"] == _label(demo, i) and tags["dagster/partition"] == row.data_version
         assert row.data_version == f"{row.month}.{row.commit[:8]}" and tags["mlassets/data_commit"] == row.commit
         version = registry.get_version(demo.cfg.model.registered_name, i + 1)
-        assert version.description.startswith(f"**flights · {_label(demo, i)}**")
+        assert version.description.startswith(f"flights · {_label(demo, i)}: gate ") and "**" not in version.description
         assert version.tags["dagster_run_url"].endswith(f"/runs/{row.run_id}")
         run = mlflow.get_run(version.tags["mlflow_run_id"])
         assert run.info.run_name == f"flights · {_label(demo, i)}"
         assert run.data.tags["dagster_run_url"] == version.tags["dagster_run_url"]
-    broken = demo.rows[2]
-    assert "Gate **rejected**" in registry.get_version(demo.cfg.model.registered_name, 3).description
+    broken, broken_label = demo.rows[2], _label(demo, 2)
+    described = registry.get_version(demo.cfg.model.registered_name, 3).description
+    assert described.splitlines()[0].startswith(f"flights · {broken_label}: gate rejected it against champion v")
+    assert ": slice " in described.splitlines()[0] and "- slice carrier=UA" in described  # first line: a reason
     checks = [e.dagster_event.event_specific_data for e in demo.instance.all_logs(broken.run_id)
               if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert checks and {c.partition for c in checks} == {broken.data_version}  # the history's Partition column
     gate = next(c for c in checks if c.check_name == "gate_passed")
     assert not gate.passed and gate.description.startswith(f"v3 · {_label(demo, 2)}: ")
+    training = mlflow.get_run(registry.get_version(demo.cfg.model.registered_name, 3).tags["mlflow_run_id"])
+    assert training.info.status == "FINISHED"  # it trained; the gate's verdict is a tag, not a failed run
+    assert training.data.tags["gate_verdict"].startswith("rejected: slice ")
+    assert "slice carrier=UA" in training.data.tags["gate_verdict"]
     failures = [e.dagster_event for e in demo.instance.all_logs(broken.run_id, dg.DagsterEventType.STEP_FAILURE)]
     description = failures[0].step_failure_data.user_failure_data.description
     assert description.startswith(f"gate rejected {_label(demo, 2)}: ") and "slice carrier=UA" in description
@@ -107,6 +115,23 @@ def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
             expect(page.get_by_text(keys[1], exact=True).first).to_be_visible()
             expect(page.get_by_text(keys[2], exact=True)).to_have_count(0)
             shot("03-passing-months-by-readable-key")
+
+            page.goto(f"{dagster}/assets/flights/gate_result?view=partitions&partition={keys[2]}")
+            expect(page.get_by_text("failed, and did not materialize this asset").first).to_be_visible(timeout=WAIT_MS)
+            page.get_by_text("View all historical events").first.click()  # the partition's own events: the verdict
+            page.get_by_role("dialog").get_by_role("button", name="arrow_drop_down").first.click()  # its metadata
+            expect(page.get_by_text(f"gate rejected {broken}: slice ").first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("Traceback", exact=False)).to_have_count(0)  # a verdict, not a crash
+            shot("02b-rejected-partition-says-why")
+
+            runs = _get(f"{dagster}/graphql", {"query": RUN_ORIGINS})
+            results = runs["data"]["runsOrError"]["results"]
+            assert len(results) >= 2 * len(keys)  # the demo's ingest and pipeline runs, launched by the CLI
+            origin = {"repositoryLocationName": "mlassets", "repositoryName": "__repository__"}
+            assert all(r["repositoryOrigin"] == origin for r in results), results
+            page.goto(f"{dagster}/overview/activity/timeline")  # listed with the code location's jobs
+            expect(page.get_by_text("flights_pipeline").first).to_be_visible(timeout=WAIT_MS)
+            shot("02c-overview-timeline-lists-the-cli-runs")
 
             page.goto(f"{dagster}/assets/flights/champion")  # the champion: its month, and links to MLflow
             expect(page.get_by_text(champion, exact=True).first).to_be_visible(timeout=WAIT_MS)

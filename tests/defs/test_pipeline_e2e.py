@@ -53,7 +53,9 @@ def test_registry_record_holds_data_commit_and_git_sha(demo):
         assert version.tags["dagster_run_id"] == row.run_id
         run = mlflow.get_run(version.tags["mlflow_run_id"])
         assert run.data.tags["data_commit"] == row.commit
-        assert run.info.status == ("FINISHED" if row.success else "FAILED")  # none left RUNNING
+        assert run.info.status == "FINISHED"  # none left RUNNING; a rejected candidate trained fine: a verdict
+        assert run.data.tags["gate_verdict"] == ("passed" if row.decision == "pass" else "rejected: "
+                                                 + "; ".join(row.reasons))
         inputs = run.inputs.dataset_inputs
         assert [i.dataset.digest for i in inputs] == [row.commit[:36]]  # MLflow's digest length limit
         assert {t.key: t.value for t in inputs[0].tags}["data_commit"] == row.commit

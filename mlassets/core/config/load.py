@@ -18,13 +18,17 @@ from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.automation import tuned_params
 from mlassets.core.config.model import plugin_kind
 from mlassets.core.config.resources import check_resources
-from mlassets.core.config.rules import check
+from mlassets.core.config.rules import TASK_METRICS, check
 from mlassets.core.config.schema import PipelineConfig
 from mlassets.core.config.yaml_limits import check_size, load_yaml
 
 
 def parse_config(data: Any) -> PipelineConfig:
     cfg = build(PipelineConfig, data, "")
+    gate = data.get("gate") if isinstance(data, dict) else None
+    if not (isinstance(gate, dict) and "main_metric" in gate):  # unset: the task's natural metric
+        natural = TASK_METRICS[cfg.dataset.task][0]
+        cfg = dataclasses.replace(cfg, gate=dataclasses.replace(cfg.gate, main_metric=natural))
     if not cfg.tuning.params:  # the family's default search, written into the config (and its hash) as it is used
         cfg = dataclasses.replace(cfg, tuning=dataclasses.replace(
             cfg.tuning, params=tuned_params(cfg.model.family, cfg.tuning.params)))

@@ -182,7 +182,8 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    main_metric: Literal["mae", "rmse", "logloss", "brier", "accuracy"] = "mae"  # logloss/brier: binary;
+    main_metric: Literal["mae", "rmse", "logloss", "brier", "accuracy"] = "mae"  # unset in YAML: mae for regression,
+    # logloss for binary and multiclass (config.load); logloss/brier: binary;
     # logloss/accuracy: multiclass (accuracy is higher-is-better: its limits are minimums)
     tolerance: float = 0.01
     slice_min_rows: int = 200

@@ -6,17 +6,21 @@
   target (mean in standard deviations, quartiles in IQRs) from the others (the newest ``SEEN`` of them), at least
   ``MIN_BAND``: a target that trends (prices that rise every year) widens its own band as the history shows it.
 
-With fewer than two partitions seen nothing can be read: ``MIN_BAND``. Each returns ``(band, how)``, ``how`` the
-sentence the check's message carries ("" when the config set the band).
+With fewer than two partitions seen nothing can be read: the band is ``FIRST_SIGHT`` (infinite), so a table's
+second file is never refused on first sight; the check says so. Each returns ``(band, how)``, ``how`` the
+sentence the check's message carries ("" when the config set the band). Rows are compared per calendar day of the
+time column where the summaries hold it (a first file of nine years against a file of one is like with like).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from mlassets.core.data.summary import TargetStats
 
 MIN_BAND, SPREAD, SEEN = 0.5, 2.0, 24
+FIRST_SIGHT = math.inf  # one earlier partition: no band can be derived, nothing is refused
 QUARTILES = {"q25": 0.25, "median": 0.5, "q75": 0.75}
 
 
@@ -34,7 +38,7 @@ def quartile_shifts(new: TargetStats, reference: TargetStats) -> dict[str, float
     return {n: (new.quantile(q) - ref_q[n]) / scale for n, q in QUARTILES.items()}
 
 
-def row_band(configured: float | None, reference: Sequence[int]) -> tuple[float, str]:
+def row_band(configured: float | None, reference: Sequence[float]) -> tuple[float, str]:
     """The rows band: as configured, or derived from the row counts of the partitions seen."""
     import numpy as np
 
@@ -42,7 +46,8 @@ def row_band(configured: float | None, reference: Sequence[int]) -> tuple[float,
         return configured, ""
     counts = np.asarray(reference, dtype=np.float64)
     if counts.size < 2:
-        return MIN_BAND, f"derived: ±{MIN_BAND:.0%} until two partitions are seen; dataset.row_change_band sets it"
+        return FIRST_SIGHT, ("derived: not judged on first sight, one earlier partition gives no band (from two on: "
+                             f"{SPREAD:g}x their spread, at least ±{MIN_BAND:.0%}); dataset.row_change_band sets it")
     others = (counts.sum() - counts) / (counts.size - 1)
     spread = float(np.max(np.abs(counts / np.where(others > 0, others, 1) - 1)))
     return max(MIN_BAND, SPREAD * spread), (
@@ -57,7 +62,8 @@ def target_band(configured: float | None, key: str, seen: Sequence[TargetStats],
         return configured, ""
     parts = [s for s in seen if s.count][-SEEN:]
     if len(parts) < 2:
-        return MIN_BAND, f"derived: ±{MIN_BAND:g} {unit} until two partitions are seen; dataset.{key} sets it"
+        return FIRST_SIGHT, ("derived: not judged on first sight, one earlier partition gives no band (from two on: "
+                             f"{SPREAD:g}x their spread, at least ±{MIN_BAND:g} {unit}); dataset.{key} sets it")
     worst = max(abs(shift(p, TargetStats.merge(parts[:i] + parts[i + 1:]))) for i, p in enumerate(parts))
     return max(MIN_BAND, SPREAD * worst), (
         f"derived: {SPREAD:g}x the ±{worst:.2f} {unit} the {len(parts)} partitions seen differ by, at least "

@@ -94,9 +94,9 @@ def summarize(partition: str, table: pd.DataFrame | Path, cfg: PipelineConfig) -
     from mlassets.core.data.batches import open_parquet
 
     if not isinstance(table, Path):
-        return PartitionSummary.of_frame(partition, table, cfg.dataset.target)
+        return PartitionSummary.of_frame(partition, table, cfg.dataset.target, cfg.dataset.time_column or "")
     return summarize_reader(partition, open_parquet(table, str(table)), cfg.dataset.target,
-                            cfg.dataset.memory_budget_mb)
+                            cfg.dataset.memory_budget_mb, cfg.dataset.time_column or "")
 
 
 def ingest_partition(

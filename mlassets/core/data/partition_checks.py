@@ -7,6 +7,7 @@ written at ingestion (``summary``). Bands come from the dataset config.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 
 import pandas as pd
@@ -22,27 +23,44 @@ def _names(keys: Collection[str]) -> str:
     return f"partition {keys[0]}" if len(keys) == 1 else f"partitions {', '.join(keys)}"
 
 
-def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig) -> CheckOutcome:
-    """Rows of each new partition within ``row_change_band`` of the mean rows of the other partitions (see
-    ``row_band``)."""
+def validate_row_change(counts: Mapping[str, int], new: Collection[str], cfg: DatasetConfig,
+                        days: Mapping[str, int] | None = None) -> CheckOutcome:
+    """Rows of each new partition within ``row_change_band`` of the mean of the other partitions (see ``row_band``):
+    rows per calendar day when ``days`` holds every partition's days (a file of nine years against one of a year),
+    else rows."""
     import numpy as np
 
-    reference = [n for key, n in counts.items() if key not in new]
-    if not reference or not new:
+    keys = [k for k in counts if k not in new]
+    if not keys or not new:
         return CheckOutcome("row_change", True, "no other partitions to compare the row counts with")
+    per_day = bool(days) and all(days.get(k, 0) > 0 for k in [*keys, *new])
+    rate = {k: counts.get(k, 0) / days[k] if per_day else float(counts.get(k, 0)) for k in [*keys, *new]}
+    unit = "rows a day" if per_day else "rows"
+    reference = [rate[k] for k in keys]
     band, how = row_band(cfg.row_change_band, reference)
     mean = float(np.mean(reference))
+    said = f" ({how})" if how else ""
+    if math.isinf(band):
+        amount = _amount(counts, days, new, per_day)
+        return CheckOutcome("row_change", True, f"{_names(new)}: {amount} vs {mean:.4g} {unit} in the one earlier "
+                                                f"partition{said}")
     bad = []
     for key in sorted(new):
-        change = counts.get(key, 0) / mean - 1 if mean else 0.0
+        change = rate[key] / mean - 1 if mean else 0.0
         if abs(change) > band:
             others = f"{len(reference)} other partition{'s' if len(reference) > 1 else ''}"
-            bad.append(f"partition {key}: {counts.get(key, 0)} rows, {change:+.0%} vs the mean {mean:.0f} of "
-                       f"{others} (band ±{band:.0%})")
-    said = f" ({how})" if how else ""
+            bad.append(f"partition {key}: {_amount(counts, days, [key], per_day)}, {change:+.0%} vs the mean "
+                       f"{mean:.4g} {unit} of {others} (band ±{band:.0%})")
     if bad:
         return CheckOutcome("row_change", False, "; ".join(bad) + said, len(bad))
-    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.0f} rows{said}")
+    return CheckOutcome("row_change", True, f"{_names(new)} within ±{band:.0%} of the mean {mean:.4g} {unit}{said}")
+
+
+def _amount(counts: Mapping[str, int], days: Mapping[str, int] | None, keys: Collection[str], per_day: bool) -> str:
+    if not per_day:
+        return ", ".join(f"{counts.get(k, 0)} rows" for k in sorted(keys))
+    return ", ".join(f"{counts.get(k, 0)} rows over {days[k]} days ({counts.get(k, 0) / days[k]:.4g} a day)"
+                     for k in sorted(keys))
 
 
 Values = TargetStats | pd.Series | None  # a partition's summary, or raw values (tests, small inputs)
@@ -73,6 +91,9 @@ def validate_target_mean(new: Values, reference: Values, keys: Collection[str], 
         return skipped
     shift = mean_shift(new, reference)
     band, how = target_band(cfg.target_mean_band, "target_mean_band", seen, mean_shift, "std")
+    if math.isinf(band):
+        return CheckOutcome("target_mean", True, f"column {cfg.target!r}: mean {new.mean:.4g} in {_names(keys)} vs "
+                                                 f"{reference.mean:.4g} ({shift:+.2f} std; {how})")
     text = (f"column {cfg.target!r}: mean {new.mean:.4g} in {_names(keys)} vs {reference.mean:.4g} in the "
             f"others, a shift of {shift:+.2f} std (band ±{band:.2g}{f'; {how}' if how else ''})")
     return CheckOutcome("target_mean", abs(shift) <= band, text, int(abs(shift) > band))
@@ -97,6 +118,10 @@ def validate_target_quantiles(
     band, how = target_band(cfg.target_quantile_band, "target_quantile_band", seen,
                             lambda a, b: max(map(abs, quartile_shifts(a, b).values())), "IQR")
     said = f"; {how}" if how else ""
+    if math.isinf(band):
+        worst = max(shifts.values(), key=abs)
+        return CheckOutcome("target_quantiles", True, f"column {cfg.target!r}: quartiles {worst:+.2f} IQR from the "
+                                                      f"earlier partition's{said}")
     bad = [f"{n} {new_q[n]:.4g} vs {ref_q[n]:.4g} ({shifts[n]:+.2f} IQR)" for n in QUARTILES if abs(shifts[n]) > band]
     if bad:
         text = f"column {cfg.target!r} in {_names(keys)}: {', '.join(bad)}; band ±{band:.2g} IQR{said}"

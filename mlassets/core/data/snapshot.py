@@ -125,7 +125,7 @@ def check_version(
     outcomes = [
         _schema(store, cfg, ref, {k: objects[k] for k in scope}),
         validate_min_rows({k: counts[k] for k in scope}, cfg.dataset, others),
-        validate_row_change(counts, new, cfg.dataset),
+        validate_row_change(counts, new, cfg.dataset, {k: s.days for k, s in summaries.items()}),
         validate_target_mean(new_stats, ref_stats, new, cfg.dataset, seen),
         validate_target_quantiles(new_stats, ref_stats, new, cfg.dataset, seen),
     ]

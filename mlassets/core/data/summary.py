@@ -126,25 +126,44 @@ class PartitionSummary(Record):
     partition: str
     rows: int
     target: TargetStats
+    days: int = 0  # distinct calendar days of the time column the rows cover (0: no time column, or not recorded)
 
     @classmethod
-    def of_frame(cls, partition: str, frame: pd.DataFrame, target: str) -> PartitionSummary:
-        return cls(partition=partition, rows=len(frame), target=TargetStats.of_values(frame.get(target)))
+    def of_frame(cls, partition: str, frame: pd.DataFrame, target: str, time_column: str = "") -> PartitionSummary:
+        days = len(calendar_days(frame[time_column])) if time_column and time_column in frame else 0
+        return cls(partition=partition, rows=len(frame), target=TargetStats.of_values(frame.get(target)), days=days)
 
 
-def summarize_reader(partition: str, reader: pq.ParquetFile, target: str, budget_mb: int) -> PartitionSummary:
-    """A partition's summary from its main table's Parquet, reading only the target column in batches (the
-    values are kept, 8 bytes a row, so that the quantiles are exact)."""
+def calendar_days(values: pd.Series) -> set:
+    """The distinct calendar days of datetime values (what rows per time unit are counted over)."""
+    import pandas as pd
+
+    days = pd.to_datetime(values, errors="coerce").dropna()
+    return set(days.dt.tz_localize(None).dt.normalize() if days.dt.tz is not None else days.dt.normalize())
+
+
+def summarize_reader(partition: str, reader: pq.ParquetFile, target: str, budget_mb: int,
+                     time_column: str = "") -> PartitionSummary:
+    """A partition's summary from its main table's Parquet, reading only the target column (and the time column's
+    days) in batches (the values are kept, 8 bytes a row, so that the quantiles are exact)."""
     import numpy as np
 
     from mlassets.core.data.batches import iter_frames
 
     rows = reader.metadata.num_rows
-    if target not in reader.schema_arrow.names:
-        return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_values(None))
-    parts = [numbers(frame[target]) for frame in iter_frames(reader, budget_mb, [target])]
+    names = reader.schema_arrow.names
+    timed = time_column if time_column and time_column in names else ""
+    columns = [c for c in (target, timed) if c and c in names]
+    parts, days = [], set()
+    for frame in iter_frames(reader, budget_mb, columns) if columns else ():
+        if target in frame:
+            parts.append(numbers(frame[target]))
+        if timed:
+            days |= calendar_days(frame[timed])
+    if target not in names:
+        return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_values(None), days=len(days))
     values = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
-    return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_array(values))
+    return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_array(values), days=len(days))
 
 
 def summarize_object(store: VersionedStore, repo: str, ref: str, partition: str, path: str,
@@ -154,4 +173,4 @@ def summarize_object(store: VersionedStore, repo: str, ref: str, partition: str,
 
     with object_file(store, repo, ref, path) as file:
         reader = open_parquet(file, f"{repo}@{ref[:12]}:{path}")
-        return summarize_reader(partition, reader, ds.target, ds.memory_budget_mb)
+        return summarize_reader(partition, reader, ds.target, ds.memory_budget_mb, ds.time_column or "")

@@ -61,10 +61,10 @@ class Straggler:
     others_wait_ms: float
 
     def sentence(self) -> str:
-        return (f"rank {self.rank} lags: {ms(self.busy_ms)} ms of own work per step against {ms(self.peers_busy_ms)} "
-                f"ms on the other ranks; {ms(self.extra_part_ms)} of its {ms(self.extra_ms)} ms extra is "
-                f"{LABELS[self.part]}, so the bottleneck is its {self.cause}; the other ranks wait "
-                f"{ms(self.others_wait_ms)} ms per step for it")
+        return (f"rank {self.rank} lags: {ms(self.busy_ms)} ms of own work per step (median) against "
+                f"{ms(self.peers_busy_ms)} ms on the other ranks; {ms(self.extra_part_ms)} of its "
+                f"{ms(self.extra_ms)} ms extra is {LABELS[self.part]}, so the bottleneck is its {self.cause}; the "
+                f"other ranks wait {ms(self.others_wait_ms)} ms per step for it")
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,10 @@ def bottleneck(summary: pd.DataFrame) -> Verdict:
         what = " and ".join(LABELS[p] for p in main)
         evidence = f"{ms(amount)} of {ms(step)} ms per step is {what}"
     if straggler:
-        evidence += f" on rank {straggler.rank}; {straggler.sentence()}"
+        evidence += f" on rank {straggler.rank}"
+    evidence += " (means over the steady steps: a periodic stall counts)"
+    if straggler:
+        evidence += f"; {straggler.sentence()}"
     notes = gpu_notes(rows, kind)
     return Verdict(kind, evidence, NEXT_STEPS[kind], step, parts, scope, straggler, notes)
 

@@ -83,6 +83,15 @@ def derive(cfg: PipelineConfig, train_y: np.ndarray | TrainTarget, holdout_y: np
             what = f"the training target's [{_fmt(lo)}, {_fmt(hi)}] widened by {MARGIN:.0%} of its width"
         else:
             derived, what = (-np.inf, np.inf), "no training rows"
+        declared = cfg.dataset.columns.get(cfg.dataset.target)  # the target's declared bounds hold the range in
+        floor = max((b for b in (getattr(declared, "min", None), cfg.model.output_min) if b is not None), default=None)
+        ceiling = getattr(declared, "max", None)
+        if floor is not None and derived[0] < floor:
+            derived = (float(floor), derived[1])
+            what += f", floored at the target's declared minimum {_fmt(floor)}"
+        if ceiling is not None and derived[1] > ceiling:
+            derived = (derived[0], float(ceiling))
+            what += f", capped at its declared maximum {_fmt(ceiling)}"
         low = derived[0] if low is None else low
         high = derived[1] if high is None else high
         lines.append(f"sanity range [{_fmt(low)}, {_fmt(high)}]: {what} (gate.prediction_min / prediction_max)")

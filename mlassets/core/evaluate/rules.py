@@ -24,6 +24,7 @@ class RuleResult(Record):
     passed: bool
     reason: str = ""
     bound: str = "max"  # the limit is a maximum (lower is better) or a minimum ("min": higher is better)
+    note: str = ""  # a passing rule whose value is past its limit: why it passes (its interval), said beside it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,9 +58,16 @@ def summarize_unjudged(unjudged: list[UnjudgedSlice], shown: int = 3) -> str:
     return "; ".join(parts)
 
 
-def rule(name: str, value: float, limit: float, passed: bool, reason: str, bound: str = "max") -> RuleResult:
+def rule(name: str, value: float, limit: float, passed: bool, reason: str, bound: str = "max",
+         note: str = "") -> RuleResult:
     return RuleResult(name=name, value=float(value), limit=float(limit), passed=bool(passed),
-                      reason="" if passed else reason, bound=bound)
+                      reason="" if passed else reason, bound=bound, note=note if passed else "")
+
+
+def unconfirmed(low: float, high: float, confidence: float) -> str:
+    """Why a value past its limit passes: its interval does not lie wholly on the worse side."""
+    return (f"passed: past the limit, but its {confidence * 100:g}% interval [{pct(low)}, {pct(high)}] does not "
+            "confirm it")
 
 
 def pct(x: float, digits: int = 1) -> str:
@@ -166,6 +174,7 @@ def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
         f"{metric.fmt(champion, True)} ({pct(row.change)}, limit {limit_pct(limit)}"
         f"{'; higher is better' if higher else ''}); "
         f"{confidence * 100:g}% interval [{pct(row.ci_low)}, {pct(row.ci_high)}]", "min" if higher else "max",
+        unconfirmed(row.ci_low, row.ci_high, confidence) if regressed else "",
     )
 
 
@@ -198,7 +207,8 @@ def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) ->
         rules.append(rule("latency_vs_champion", change, limit, not low > limit,
                           f"single-row latency {1 + change:.2f}x the champion's ({pct(change)}, limit "
                           f"{limit_pct(limit)}), timed side by side; {confidence * 100:g}% interval "
-                          f"[{pct(low)}, {pct(high)}]"))
+                          f"[{pct(low)}, {pct(high)}]",
+                          note=unconfirmed(low, high, confidence) if change > limit else ""))
     if "single_median_ms" in perf:
         ms, budget, rounds = float(perf["single_median_ms"]), cfg.latency_budget_ms, int(perf.get("latency_rounds", 0))
         rules.append(rule("latency_budget", ms, budget, bool(ms <= budget),

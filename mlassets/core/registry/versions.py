@@ -63,16 +63,21 @@ def registered_by(name: str, model_uri: str, tag: str, value: str) -> ModelVersi
 
 
 def describe(record: RegistryRecord, version_name: str, dagster_run_url: str = "") -> str:
-    """A version's description in MLflow's UI (markdown): its data version by name, the gate's verdict with every
-    failed rule, and a link back to the Dagster run that registered it."""
+    """A version's description in MLflow's UI: the first line (what the versions table shows, as plain text) names
+    the data version and the gate's verdict with its first reason; then the data commit, every failed rule, and a
+    link back to the Dagster run that registered it (markdown, rendered on the version's page)."""
     gate = record.gate_result
     against = f"champion v{gate.gated_against}" if gate.gated_against not in ("", "none") else "absolute thresholds"
-    lines = [f"**{record.dataset} · {version_name}**: trained on data commit `{record.data_commit}`.", ""]
+    reasons = gate.reasons()
     if gate.passed:
         notes = gate.summary().removeprefix("pass").lstrip("; ")  # rows left out, slices too small to judge
-        lines.append(f"Gate **passed** against {against}" + (f"; {notes}." if notes else "."))
+        first = f"gate passed against {against}" + (f"; {notes}." if notes else ".")
     else:
-        lines += [f"Gate **rejected** it against {against}:", *(f"- {r}" for r in gate.reasons() or ["failed"])]
+        more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        first = f"gate rejected it against {against}: {reasons[0] if reasons else 'failed'}{more}."
+    lines = [f"{record.dataset} · {version_name}: {first}", "", f"Trained on data commit `{record.data_commit}`."]
+    if not gate.passed:
+        lines += ["", "Failed rules:", *(f"- {r}" for r in reasons or ["failed"])]
     run = record.dagster_run_id
     lines += ["", f"Registered by Dagster run [{run[:8]}]({dagster_run_url})." if dagster_run_url
               else f"Registered by Dagster run {run}."]

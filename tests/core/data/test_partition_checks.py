@@ -30,7 +30,7 @@ def test_row_change_within_and_outside_the_band(ds: DatasetConfig) -> None:
     counts["2013-03"] = 500
     bad = validate_row_change(counts, ["2013-03"], ds)
     assert not bad.passed and bad.failures == 1
-    assert bad.message == "partition 2013-03: 500 rows, -55% vs the mean 1100 of 2 other partitions (band ±30%)"
+    assert bad.message == "partition 2013-03: 500 rows, -55% vs the mean 1100 rows of 2 other partitions (band ±30%)"
 
 
 def test_row_change_names_every_bad_partition_and_skips_without_reference(ds: DatasetConfig) -> None:

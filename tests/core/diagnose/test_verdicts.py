@@ -49,7 +49,8 @@ def test_clean_run_has_no_straggler_and_is_not_input_bound() -> None:
 def test_worked_example_input_bound_prints_the_source_evidence() -> None:
     d = diagnose_frame(input_bound())
     assert d.verdict.kind == "input-bound"
-    assert d.verdict.evidence == "180 of 300 ms per step is data wait"
+    assert d.verdict.evidence == ("180 of 300 ms per step is data wait (means over the steady steps: a periodic "
+                                  "stall counts)")
     assert any("workers" in s for s in d.verdict.next_steps)
 
 

@@ -4,6 +4,7 @@ sanity range from the training target, row bands from the partitions seen; each 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -22,8 +23,11 @@ DERIVED = GateConfig(slice_min_rows=200)  # the platform's defaults: no absolute
 
 
 def _cfg(gate: GateConfig = DERIVED, task: str = "regression"):
+    """flights' config, its target without declared bounds (the tests' targets are prices as well as delays)."""
     flights = load_config(shipped_configs()["flights"])
-    return dataclasses.replace(flights, gate=gate, dataset=dataclasses.replace(flights.dataset, slices=[], task=task))
+    unbounded = dataclasses.replace(flights.dataset.columns["arr_delay"], min=None, max=None)
+    return dataclasses.replace(flights, gate=gate, dataset=dataclasses.replace(
+        flights.dataset, slices=[], task=task, columns={**flights.dataset.columns, "arr_delay": unbounded}))
 
 
 def _first_model(train_y, holdout_y, predictions, gate: GateConfig = DERIVED, task: str = "regression"):
@@ -87,13 +91,44 @@ def test_row_bands_are_read_from_the_partitions_seen() -> None:
     assert not short.passed and short.message == ("partition 2012: 40 rows, fewer than the minimum 56 (derived: 10% "
                                                   "of the median 552 rows of 3 other partitions; dataset.min_rows "
                                                   "sets it)")
-    assert row_band(ds.row_change_band, [1000]) == (
-        0.5, "derived: ±50% until two partitions are seen; dataset.row_change_band sets it")
+    assert row_band(ds.row_change_band, [1000]) == (math.inf, (
+        "derived: not judged on first sight, one earlier partition gives no band (from two on: 2x their spread, at "
+        "least ±50%); dataset.row_change_band sets it"))
     band, how = row_band(ds.row_change_band, [100, 150, 100])  # one of them 50% above the others: twice that is allowed
     assert band == pytest.approx(1.0) and how.startswith("derived: 2x the ±50% the 3 partitions seen differ by")
     grown = validate_row_change({"a": 100, "b": 150, "c": 100, "d": 190}, ["d"], ds)
     assert grown.passed and grown.message.endswith("at least ±50%; dataset.row_change_band sets it)")
     assert row_band(0.3, [100, 150]) == (0.3, "")  # configured: as given
+
+
+def test_the_derived_sanity_range_keeps_the_targets_declared_bounds() -> None:
+    """A price declared ``min: 0``: the range widened below zero is floored there (and capped at a declared max)."""
+    cfg = _cfg()
+    columns = {**cfg.dataset.columns, "arr_delay": dataclasses.replace(cfg.dataset.columns["arr_delay"], min=0.0,
+                                                                        max=120.0)}
+    cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, columns=columns))
+    derived = derive(cfg, np.array([10.0, 40.0, 100.0]), np.array([20.0]), has_champion=True)
+    assert (derived.prediction_min, derived.prediction_max) == (0.0, 120.0)
+    assert derived.lines[0] == ("sanity range [0, 120]: the training target's [10, 100] widened by 50% of its width, "
+                                "floored at the target's declared minimum 0, capped at its declared maximum 120 "
+                                "(gate.prediction_min / prediction_max)")
+
+
+def test_an_unset_main_metric_is_the_tasks_natural_one(tmp_path) -> None:
+    """No ``gate.main_metric``: log loss for a multiclass (and binary) target, MAE for regression; set: as given."""
+    import yaml
+
+    from mlassets.core.config.load import parse_config
+
+    data = yaml.safe_load(shipped_configs()["flights"].read_text())
+    data.get("gate", {}).pop("main_metric", None)
+    assert parse_config(data).gate.main_metric == "mae"
+    data["dataset"]["task"] = "multiclass"
+    data["dataset"]["columns"]["arr_delay"] = {"dtype": "str"}
+    data["training"]["loss"] = "auto"
+    assert parse_config(data).gate.main_metric == "logloss"
+    data["gate"] = {**data.get("gate", {}), "main_metric": "accuracy"}
+    assert parse_config(data).gate.main_metric == "accuracy"
 
 
 def test_a_target_that_trends_widens_its_own_band_as_the_history_shows_it() -> None:

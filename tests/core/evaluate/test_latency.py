@@ -118,6 +118,9 @@ def test_the_candidate_is_judged_against_the_champion_timed_side_by_side(monkeyp
     assert "interval [+" in rule.reason
     noisy = gate({"vs_champion_change": 0.7, "vs_champion_ci_low": 0.3, "vs_champion_ci_high": 1.1})
     assert noisy.passed  # above the limit, but not beyond doubt: not rejected on noise
+    (latency,) = [r for r in noisy.rules if r.name == "latency_vs_champion"]
+    assert latency.note == "passed: past the limit, but its 95% interval [+30.0%, +110.0%] does not confirm it"
+    assert all(r.note == "" for r in slow.rules)  # a failed rule says its reason; a rule within its limit, nothing
 
 
 def test_size_rule_rejects_an_oversized_model(tmp_path):
