@@ -62,7 +62,7 @@ def _free(host: str, port: int) -> int:
 
 def dashboard_command(host: str, port: int) -> list[str]:
     """``streamlit run dashboard/streamlit_app.py``, headless, on ``host:port``, no usage statistics."""
-    app = Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py"
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py"
     return [os.path.join(os.path.dirname(sys.executable), "streamlit"), "run", str(app), "--server.address", host,
             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--client.toolbarMode", "minimal"]  # no "Deploy" button: this dashboard is served, not edited
