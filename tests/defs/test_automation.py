@@ -7,6 +7,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -187,3 +188,20 @@ def test_a_home_made_before_readable_keys_gets_no_second_run_of_its_old_versions
     result = _tick(sensor, instance, "f" * 40)  # a cursor not in the history: every commit is looked at
     assert [r.partition_key for r in result.run_requests] == [f"2024-02.{new[:8]}"]
     assert result.dynamic_partitions_requests[0].partition_keys == [f"2024-02.{new[:8]}"]
+
+
+@pytest.mark.timeout(120)  # a FIFO opened for reading would block the tick: the test fails, never hangs
+def test_a_link_out_of_the_landing_folder_or_a_fifo_is_refused_naming_its_path(cfg: PipelineConfig,
+                                                                               capsys: pytest.CaptureFixture) -> None:
+    """Issue 33 case 2: nothing outside the folder, and nothing that is not a file, is read or quoted."""
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    landing.mkdir(exist_ok=True)
+    (landing / "2024-03.csv").symlink_to("/etc/passwd")
+    os.mkfifo(landing / "2024-04.csv")
+    capsys.readouterr()
+    assert _settled(sensor, instance, None).run_requests == []
+    err = capsys.readouterr().err
+    assert f"{landing.resolve() / '2024-03.csv'} is a link that leaves the landing folder" in err
+    assert f"{landing.resolve() / '2024-04.csv'} is a FIFO" in err
+    assert "root:" not in err
