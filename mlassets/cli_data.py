@@ -121,8 +121,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
-    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
-               force=args.force)
+    from mlassets.run_once import AlreadyRunning, AlreadyTrained
+
+    try:
+        row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
+                   force=args.force, again=args.again)
+    except AlreadyTrained as exc:
+        print(f"mlassets run: {exc}")
+        return 0
+    except AlreadyRunning as exc:
+        print(f"mlassets run: {exc}", file=sys.stderr)
+        return 2
     _print_rows(cfg, [row])
     return _failed([row])
 
@@ -187,6 +196,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--force", action="store_true",
                      help="train even when the run's expected cost (steps x measured step time) is over "
                           "training.budget_hours")
+    run.add_argument("--again", action="store_true",
+                     help="retrain a data version that has a model version for this config and code already "
+                          "(a deliberate retrain, recorded as such; without it a second run starts nothing)")
     run.set_defaults(func=cmd_run)
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)

@@ -120,14 +120,27 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
     return ingested
 
 
-def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False) -> Run:
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False,
+                 again: bool = False) -> Run:
     """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
     old home's full commit id works too), the run tagged with its name and commit; ``force``: train even when the
-    run's expected cost is over ``training.budget_hours``."""
+    run's expected cost is over ``training.budget_hours``. Once per data version, config and code
+    (``run_once``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so."""
     from mlassets.core.data.store import open_store
     from mlassets.core.data.version_keys import resolve_key
+    from mlassets.run_once import AGAIN_TAG, AlreadyTrained, existing_candidate, only_run
 
     register(cfg)
     store = open_store()
-    tags = {**version_run_tags(cfg, resolve_key(store, cfg, key), store), **({FORCE_TAG: "budget"} if force else {})}
-    return execute(instance, pipeline_job_name(cfg), key, tags=tags)
+    commit = resolve_key(store, cfg, key)
+    tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {})}
+    with only_run(instance, cfg, commit):
+        found = existing_candidate(cfg, commit)
+        if found is not None and not again:
+            raise AlreadyTrained(f"data version {key} of {cfg.dataset.name} was trained with this config and code "
+                                 f"already: model {cfg.model.registered_name} v{found.version} (run "
+                                 f"{found.dagster_run_id or '?'}); nothing started (--again retrains it)",
+                                 found.version)
+        if again:
+            tags[AGAIN_TAG] = f"retrain of v{found.version}" if found else "retrain"
+        return execute(instance, pipeline_job_name(cfg), key, tags=tags)
