@@ -101,6 +101,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core.train import mlflow_model
         from mlassets.core.train.budget import REFUSED, read_refusal
         from mlassets.core.train.entry import read_result
+        from mlassets.core.train.failure import FAILURE, read_failure
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
         from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
         from mlassets.core.tune.apply import tuned_config
@@ -115,6 +116,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from,
                                force_budget=context.run.tags.get(FORCE_TAG) == "budget")
         (out_dir / REFUSED).unlink(missing_ok=True)
+        (out_dir / FAILURE).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
@@ -125,6 +127,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
             if refusal:
                 raise dg.Failure(description=refusal, allow_retries=False) from None
+            failed = read_failure(out_dir)  # the process's own sentence, not "failed with code 1"
+            if failed:
+                raise dg.Failure(description=failed[0], allow_retries=failed[1]) from None
             raise
         result = read_result(out_dir)
         run_log.replay(out_dir, run_id)  # metrics of a run too short for rank 0 to have logged them
