@@ -85,3 +85,17 @@ def test_a_record_edited_after_registration_or_a_rewritten_registration_row_is_r
                      (rejected, forged.expected_hash(), reg.name, row.seq))
     with pytest.raises(PromotionError, match="registration history of .* is damaged"):
         promote.promote(reg.name, passed)
+
+
+def test_a_refusal_names_the_log_path_with_its_case(tmp_path: Path) -> None:
+    """Issue 33: the sentence serving, pyfunc and warm start print named ``.../hb/home/promotions.db`` for ``hB``."""
+    from mlassets.core.registry.projection import LogState, refuse_if_damaged
+    from mlassets.core.registry.promotion import PromotionLog
+
+    (tmp_path / "hB").mkdir()
+    log = PromotionLog(f"sqlite:///{tmp_path / 'hB' / 'promotions.db'}")
+    with pytest.raises(PromotionError) as refused:
+        refuse_if_damaged("Sales_Model", log, LogState(live=None, head=None, problems=["seq 2 was rewritten"]))
+    said = str(refused.value)
+    assert f"Nothing automatic repairs a damaged promotion log: restore sqlite:///{tmp_path / 'hB'}" in said
+    assert "of 'Sales_Model'" in said
