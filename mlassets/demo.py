@@ -51,6 +51,8 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
         reasons, unjudged = gate.reasons(), list(gate.unjudged)
+    elif run.stopped:
+        decision, reasons = "not trained", [run.stopped]
     elif run.failed_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in run.failed_checks]
     else:

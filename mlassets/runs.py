@@ -23,7 +23,7 @@ from mlassets.core.data.ingest import Ingested
 from mlassets.core.data.raw import check_partition_key
 from mlassets.core.records import Record, RecordFiles
 from mlassets.defs.factory import ingest_job_name, pipeline_job_name
-from mlassets.defs.jobs import FORCE_TAG
+from mlassets.defs.jobs import FORCE_TAG, STOPPED_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
@@ -56,6 +56,7 @@ class Run:
     materialized: set[dg.AssetKey]
     failed_checks: list[dg.AssetCheckEvaluation]
     failure: str | None  # the first failed step and what its own code raised
+    stopped: str = ""  # why it trained nothing on purpose (its budget): not a failure
 
     def record(self, key: dg.AssetKey, partition: str) -> Record | None:
         """The record ``key`` stored for ``partition`` in this run (None when this run did not materialize it)."""
@@ -99,8 +100,10 @@ def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_con
                 **(tags or {})}  # the process tags: a killed command's run is found and marked failed
     with dg.execute_job(recon, instance, run_config={**QUIET, **(run_config or {})}, tags=run_tags,
                         raise_on_error=False) as result:
+        finished = instance.get_run_by_id(result.run_id)
         return Run(result.run_id, result.success, {e.asset_key for e in result.get_asset_materialization_events()},
-                   [e for e in result.get_asset_check_evaluations() if not e.passed], _failure(result))
+                   [e for e in result.get_asset_check_evaluations() if not e.passed], _failure(result),
+                   finished.tags.get(STOPPED_TAG, "") if finished else "")
 
 
 def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, delivered: str = "",

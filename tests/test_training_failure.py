@@ -41,3 +41,30 @@ def test_a_plugin_that_raises_is_named_in_one_sentence(home: str, tmp_path: Path
     failures = [e for e in get_instance().all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
     assert len(failures) == 1  # not retried: the same input fails the same way
     assert failures[0].dagster_event.step_failure_data.user_failure_data.description == said
+
+
+def test_a_run_stopped_by_its_budget_is_no_failure(home: str, tmp_path: Path, capsys) -> None:
+    """Issue 33 case 5: the budget stop trains nothing, on purpose: the Dagster run succeeds with its downstream
+    steps skipped and says why (tag ``mlassets/stopped``), the MLflow run is FINISHED with the reason, no version."""
+    import mlflow
+
+    from mlassets.core import tracking
+
+    assert main(["example", "sales", str(tmp_path / "sales"), "--months", "1"]) == 0
+    config = tmp_path / "sales" / "sales.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["training"]["budget_hours"] = 1e-9  # any run is over it
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["ingest", "--config", str(config), "--partition", "2024-01"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--config", str(config)]) == 1  # asked to train, it did not: said, exit code 1
+    out, err = capsys.readouterr()
+    assert "not trained" in out and "over training.budget_hours 1e-09 h" in out
+    assert "1 of 1 versions were not trained" in err and "failed" not in out + err
+    (run,) = get_instance().get_runs(dg.RunsFilter(job_name="sales_pipeline"))
+    assert run.status == dg.DagsterRunStatus.SUCCESS and "training.epochs" in run.tags["mlassets/stopped"]
+    assert not get_instance().all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+    tracking.configure()
+    (logged,) = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    assert logged.info.status == "FINISHED" and logged.data.tags["mlassets.stopped"] == "over budget"
+    assert mlflow.MlflowClient().search_model_versions("name = 'sales_units'") == []

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mlassets import settings
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
+from mlassets.defs.jobs import STOPPED_TAG
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
 
@@ -80,6 +81,9 @@ def _status(context: dg.InitResourceContext) -> str:
 
     stopped = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED}
     if context.instance is None or context.dagster_run is None:
+        return RunStatus.to_string(RunStatus.FINISHED)
+    run = context.instance.get_run_by_id(context.dagster_run.run_id)
+    if run is not None and STOPPED_TAG in run.tags:  # stopped on purpose (its budget), its steps skipped: no failure
         return RunStatus.to_string(RunStatus.FINISHED)
     records = context.instance.get_records_for_run(context.dagster_run.run_id, of_type=stopped, limit=1).records
     return RunStatus.to_string(RunStatus.FAILED if records else RunStatus.FINISHED)
