@@ -39,11 +39,15 @@ def _print_rows(cfg: PipelineConfig, rows: list) -> None:
 
 
 def _failed(rows: list) -> int:
-    failed = [r for r in rows if r.decision not in ("pass", "reject")]  # the gate's verdicts are results
+    failed = [r for r in rows if r.decision not in ("pass", "reject", "not trained")]  # verdicts are results
+    stopped = [r for r in rows if r.decision == "not trained"]
+    if stopped:  # stopped by its budget, on purpose: said, and not a failure
+        print(f"\n{len(stopped)} of {len(rows)} versions were not trained (over training.budget_hours; "
+              "--force trains them): " + ", ".join(r.month for r in stopped), file=sys.stderr)
     if failed:
         print(f"\n{len(failed)} of {len(rows)} versions failed before the gate: "
               + ", ".join(f"{r.month} ({r.decision})" for r in failed), file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or stopped else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -131,8 +135,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
-    row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
-               force=args.force)
+    from mlassets.host.run_once import AlreadyRunning, AlreadyTrained
+
+    try:
+        row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
+                   force=args.force, again=args.again)
+    except AlreadyTrained as exc:
+        print(f"mlassets run: {exc}")
+        return 0
+    except AlreadyRunning as exc:
+        print(f"mlassets run: {exc}", file=sys.stderr)
+        return 2
     _print_rows(cfg, [row])
     return _failed([row])
 
@@ -198,6 +211,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--force", action="store_true",
                      help="train even when the run's expected cost (steps x measured step time) is over "
                           "training.budget_hours")
+    run.add_argument("--again", action="store_true",
+                     help="retrain a data version that has a model version for this config and code already "
+                          "(a deliberate retrain, recorded as such; without it a second run starts nothing)")
     run.set_defaults(func=cmd_run)
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)

@@ -51,6 +51,8 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
         reasons, unjudged = gate.reasons(), list(gate.unjudged)
+    elif run.stopped:
+        decision, reasons = "not trained", [run.stopped]
     elif run.failed_checks:
         decision, reasons = "invalid data", [e.description or e.check_name for e in run.failed_checks]
     else:
@@ -74,11 +76,11 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
 
 
 def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str,
-         commit: str = "", force: bool = False) -> VersionRow:
+         commit: str = "", force: bool = False, again: bool = False) -> VersionRow:
     """Run the pipeline for one data version (its partition key); its row of the demo table (``force``: over the
     run budget too)."""
     start = time.perf_counter()
-    run = run_pipeline(instance, cfg, version, force)
+    run = run_pipeline(instance, cfg, version, force, again)
     return version_row(cfg, partition, version, run, time.perf_counter() - start, commit)
 
 

@@ -86,32 +86,45 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
 
 
 def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinition:
-    folder, op = cfg.automation.landing, keys.raw.to_python_identifier()
+    auto, op = cfg.automation, keys.raw.to_python_identifier()
+    folder = auto.landing
 
     @dg.sensor(name=f"{cfg.dataset.name}_landing", job_name=ingest_job_name(cfg),
-               minimum_interval_seconds=cfg.automation.sensor_interval_s, default_status=_status(True),
-               description=f"A file or folder named by its partition key in {folder} is ingested once per content "
-                           "(a rejected delivery is reported by the run and never retried; the same file again "
-                           "is a no-op).")
+               minimum_interval_seconds=auto.sensor_interval_s, default_status=_status(True),
+               description=f"A file or folder named by its partition key in {folder} is ingested once, when whole "
+                           f"(unchanged for {auto.landing_settle_s} s). A rejected delivery is reported by the run "
+                           "and never retried; a delivery changed after its ingest is reported, not ingested.")
     def landing(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        from mlassets.core.automation.landing import scan
+        import time
+        from pathlib import Path
 
-        seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        deliveries, ignored = scan(folder, cfg.dataset.partitions.pattern)
+        from mlassets.core.automation.landing import scan, stamp
+        from mlassets.core.automation.settle import decide
+
+        seen: dict = json.loads(context.cursor) if context.cursor else {}
+        deliveries, ignored = scan(folder, cfg.dataset.partitions.pattern, auto.landing_max_mb)
         for entry in ignored:
-            if seen.get(f"ignored:{entry.name}") is None:
+            if seen.get(f"ignored:{entry.name}") != entry.reason:
                 context.log.warning(f"landing: {entry.name}: {entry.reason}")
-                seen[f"ignored:{entry.name}"] = "logged"
-        fresh = [d for d in deliveries if seen.get(d.key) != d.fingerprint]
+                seen[f"ignored:{entry.name}"] = entry.reason
+        root = Path(folder).resolve()
+        decision = decide(deliveries, seen, time.time(), auto.landing_settle_s,
+                          lambda d: stamp(d.path, root, auto.landing_max_mb << 20))
+        for _, why in decision.refused:
+            context.log.warning(f"landing: {why}")
+        for d in decision.changed:
+            context.log.warning(f"landing: {d.path} changed after partition {d.key} was ingested from it; it is not "
+                                f"a new version unless you say so: mlassets ingest --config <the {cfg.dataset.name} "
+                                f"config> --partition {d.key} --from {d.path}")
         requests = [
-            dg.RunRequest(run_key=f"{d.key}:{d.fingerprint[:16]}", partition_key=d.key,
+            dg.RunRequest(run_key=f"{d.key}:{digest[:16]}", partition_key=d.key,
                           run_config={"ops": {op: {"config": {"delivered": d.path}}}},
                           tags={TRIGGER_TAG: "landing", DELIVERY_TAG: d.path, PARTITIONS_TAG: d.key,
                                 DATASET_TAG: cfg.dataset.name})
-            for d in fresh
+            for d, digest in decision.ready
         ]
-        seen.update({d.key: d.fingerprint for d in fresh})
-        keys_new = [d.key for d in fresh if not context.instance.has_dynamic_partition(raw_partitions(cfg).name, d.key)]
+        fresh = [d.key for d, _ in decision.ready]
+        keys_new = [k for k in fresh if not context.instance.has_dynamic_partition(raw_partitions(cfg).name, k)]
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True),
                                dynamic_partitions_requests=[raw_partitions(cfg).build_add_request(keys_new)]
                                if keys_new else [])

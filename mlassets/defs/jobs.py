@@ -28,4 +28,5 @@ TRIGGER_TAG = "mlassets/trigger"  # what started a run: new_data, landing, sched
 RETRAIN_TAG = "mlassets/retrain"  # full or warm_start (a scheduled retrain's policy)
 DELIVERY_TAG = "mlassets/delivery"  # the landing file or folder an ingest run reads
 SERIAL_TAG = "mlassets/serial"  # the daemon runs a dataset's automated pipeline runs one at a time, in order
+STOPPED_TAG = "mlassets/stopped"  # why a run trained nothing on purpose (over training.budget_hours): not a failure
 FORCE_TAG = "mlassets/force"  # "budget": train even when the expected cost is over training.budget_hours

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mlassets.core import settings
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
+from mlassets.defs.jobs import STOPPED_TAG
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
 from mlassets.defs.verdict import is_verdict
@@ -84,6 +85,9 @@ def _status(context: dg.InitResourceContext) -> str:
     if context.instance is None or context.dagster_run is None:
         return RunStatus.to_string(RunStatus.FINISHED)
     run_id = context.dagster_run.run_id
+    run = context.instance.get_run_by_id(run_id)
+    if run is not None and STOPPED_TAG in run.tags:  # stopped on purpose (its budget), its steps skipped: no failure
+        return RunStatus.to_string(RunStatus.FINISHED)
     failures = context.instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
     if failures and all(is_verdict(r.event_log_entry.dagster_event.event_specific_data) for r in failures):
         return RunStatus.to_string(RunStatus.FINISHED)  # trained, and rejected by the gate: a verdict, not a crash

@@ -17,7 +17,7 @@ from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
-from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
+from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG, STOPPED_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
 from mlassets.defs.ops import dashboard_url
@@ -77,8 +77,10 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         name=keys.candidate_model.to_python_identifier(),
         outs={
             "checkpoints": dg.AssetOut(key=keys.checkpoints, group_name="training", kinds={framework},
+                                       is_required=False,  # a run stopped by its budget yields neither
                                        description="Final and best full-state checkpoints of the run, in the store."),
             "candidate": dg.AssetOut(key=keys.candidate_model, group_name="training", kinds={framework, "mlflow"},
+                                     is_required=False,
                                      description="A model trained on the version's train split with the recorded "
                                                  "config, commit and seed."),
         },
@@ -101,6 +103,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core.train import mlflow_model
         from mlassets.core.train.budget import REFUSED, read_refusal
         from mlassets.core.train.entry import read_result
+        from mlassets.core.train.failure import FAILURE, read_failure
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
         from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
         from mlassets.core.train.workfiles import finished
@@ -116,6 +119,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from,
                                force_budget=context.run.tags.get(FORCE_TAG) == "budget")
         (out_dir / REFUSED).unlink(missing_ok=True)
+        (out_dir / FAILURE).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
@@ -124,8 +128,17 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                                         extras=extras)
         except Exception:
             refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
-            if refusal:
-                raise dg.Failure(description=refusal, allow_retries=False) from None
+            if refusal:  # stopped on purpose: nothing trained, nothing downstream runs, and no failure
+                context.log.warning(f"not trained: {refusal}")
+                context.instance.add_run_tags(context.run_id, {STOPPED_TAG: refusal})
+                mlflow.set_tags({"mlassets.stopped": "over budget", "mlassets.stopped_reason": refusal[:5000]})
+                # Pipes made every output required (a typed event stream); none is, for a run that trained nothing.
+                # Dagster has no public setter back (1.13); tests/test_training_failure.py fails if this stops working
+                context.op_execution_context._step_execution_context._requires_typed_event_stream = False
+                return
+            failed = read_failure(out_dir)  # the process's own sentence, not "failed with code 1"
+            if failed:
+                raise dg.Failure(description=failed[0], allow_retries=failed[1]) from None
             raise
         result = read_result(out_dir)
         run_log.replay(out_dir, run_id)  # metrics of a run too short for rank 0 to have logged them

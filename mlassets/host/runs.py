@@ -22,7 +22,7 @@ from mlassets.core.data.ingest import Ingested
 from mlassets.core.data.raw import check_partition_key
 from mlassets.core.records import Record, RecordFiles
 from mlassets.defs.factory import ingest_job_name, pipeline_job_name
-from mlassets.defs.jobs import FORCE_TAG
+from mlassets.defs.jobs import FORCE_TAG, STOPPED_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import version_run_tags
 from mlassets.defs.partitions import raw_partitions
@@ -57,6 +57,7 @@ class Run:
     materialized: set[dg.AssetKey]
     failed_checks: list[dg.AssetCheckEvaluation]
     failure: str | None  # the first failed step and what its own code raised
+    stopped: str = ""  # why it trained nothing on purpose (its budget): not a failure
 
     def record(self, key: dg.AssetKey, partition: str) -> Record | None:
         """The record ``key`` stored for ``partition`` in this run (None when this run did not materialize it)."""
@@ -100,8 +101,10 @@ def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_con
                 **(tags or {})}  # the process tags: a killed command's run is found and marked failed
     origin = job_origin(LOCATION, REPOSITORY, job_name)  # a run of the code location: every view lists it
     with execute_with_origin(recon, instance, origin, {**QUIET, **(run_config or {})}, run_tags) as result:
+        finished = instance.get_run_by_id(result.run_id)
         return Run(result.run_id, result.success, {e.asset_key for e in result.get_asset_materialization_events()},
-                   [e for e in result.get_asset_check_evaluations() if not e.passed], _failure(result))
+                   [e for e in result.get_asset_check_evaluations() if not e.passed], _failure(result),
+                   finished.tags.get(STOPPED_TAG, "") if finished else "")
 
 
 def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, delivered: str = "",
@@ -121,14 +124,27 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
     return ingested
 
 
-def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False) -> Run:
+def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False,
+                 again: bool = False) -> Run:
     """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
     old home's full commit id works too), the run tagged with its name and commit; ``force``: train even when the
-    run's expected cost is over ``training.budget_hours``."""
+    run's expected cost is over ``training.budget_hours``. Once per data version, config and code
+    (``run_once``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so."""
     from mlassets.core.data.store import open_store
     from mlassets.core.data.version_keys import resolve_key
+    from mlassets.host.run_once import AGAIN_TAG, AlreadyTrained, existing_candidate, only_run
 
     register(cfg)
     store = open_store()
-    tags = {**version_run_tags(cfg, resolve_key(store, cfg, key), store), **({FORCE_TAG: "budget"} if force else {})}
-    return execute(instance, pipeline_job_name(cfg), key, tags=tags)
+    commit = resolve_key(store, cfg, key)
+    tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {})}
+    with only_run(instance, cfg, commit):
+        found = existing_candidate(cfg, commit)
+        if found is not None and not again:
+            raise AlreadyTrained(f"data version {key} of {cfg.dataset.name} was trained with this config and code "
+                                 f"already: model {cfg.model.registered_name} v{found.version} (run "
+                                 f"{found.dagster_run_id or '?'}); nothing started (--again retrains it)",
+                                 found.version)
+        if again:
+            tags[AGAIN_TAG] = f"retrain of v{found.version}" if found else "retrain"
+        return execute(instance, pipeline_job_name(cfg), key, tags=tags)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -24,13 +27,15 @@ from mlassets.defs.resources import StoreResource
 from mlassets.examples.sales import write_example
 from mlassets.host.instance import get_instance
 
+SETTLE_S = 1
+
 
 @pytest.fixture
 def cfg(home: str, tmp_path: Path) -> PipelineConfig:
     config = write_example(tmp_path / "sales", months=3)
     data = yaml.safe_load(config.read_text())
-    data["automation"] = {"landing": "landing", "schedule": "0 3 * * 1", "retrain": "warm_start",
-                          "full_retrain_every": 2, "owners": ["ana@example.com"]}
+    data["automation"] = {"landing": "landing", "landing_settle_s": SETTLE_S, "schedule": "0 3 * * 1",
+                          "retrain": "warm_start", "full_retrain_every": 2, "owners": ["ana@example.com"]}
     config.write_text(yaml.safe_dump(data))
     return load_config(config)
 
@@ -72,7 +77,18 @@ def test_without_on_new_data_a_commit_runs_the_drift_report_only(cfg: PipelineCo
     assert _defs(off)["sales_new_data"].job_name == "sales_monitor"
 
 
-def test_a_delivery_is_ingested_once_per_content_and_a_bad_name_is_only_logged(cfg: PipelineConfig) -> None:
+def _settled(sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
+    """Two ticks a settle interval apart: what the sensor does with deliveries left alone that long."""
+    first = _tick(sensor, instance, cursor)
+    time.sleep(SETTLE_S + 0.2)
+    second = _tick(sensor, instance, first.cursor)
+    return dg.SensorResult(run_requests=first.run_requests + second.run_requests, cursor=second.cursor,
+                           dynamic_partitions_requests=first.dynamic_partitions_requests
+                           + second.dynamic_partitions_requests)
+
+
+def test_a_delivery_is_ingested_once_when_whole_and_a_bad_name_is_only_logged(cfg: PipelineConfig,
+                                                                             capsys: pytest.CaptureFixture) -> None:
     sensor, instance = _defs(cfg)["sales_landing"], get_instance()
     landing = Path(cfg.automation.landing)
     shutil.rmtree(landing)
@@ -80,18 +96,46 @@ def test_a_delivery_is_ingested_once_per_content_and_a_bad_name_is_only_logged(c
     landing.mkdir()
     shutil.copy(Path(cfg.dataset.path.replace("{partition}", "2024-01")), landing / "2024-01.csv")
     (landing / "january.csv").write_text("x")
-    result = _tick(sensor, instance, None)
+    assert _tick(sensor, instance, None).run_requests == []  # just seen: not yet unchanged for the settle interval
+    result = _settled(sensor, instance, None)
     (request,) = result.run_requests
     assert request.partition_key == "2024-01" and request.tags["mlassets/trigger"] == "landing"
     assert request.run_config == {"ops": {"sales__raw_sales": {"config": {"delivered": str(landing / "2024-01.csv")}}}}
     assert result.dynamic_partitions_requests[0].partition_keys == ["2024-01"]
-    assert _tick(sensor, instance, result.cursor).run_requests == []  # the same file: never again (nor retried)
+    assert _settled(sensor, instance, result.cursor).run_requests == []  # the same file: never again (nor retried)
     frame = pd.read_csv(landing / "2024-01.csv", dtype=str)
     frame.loc[3, "units"] = "12.0"
     frame.to_csv(landing / "2024-01.csv", index=False)
-    changed = _tick(sensor, instance, result.cursor).run_requests
-    assert [r.partition_key for r in changed] == ["2024-01"] and changed[0].run_key != request.run_key
-    assert json.loads(result.cursor)["ignored:january.csv"] == "logged"  # said once, not at every tick
+    capsys.readouterr()
+    changed = _settled(sensor, instance, result.cursor)
+    assert changed.run_requests == []  # changed after its ingest: not a new version unless the user says so
+    said = [line for line in capsys.readouterr().err.splitlines() if "changed after partition 2024-01" in line]
+    assert len(said) == 1 and f"--partition 2024-01 --from {landing / '2024-01.csv'}" in said[0]
+    assert _settled(sensor, instance, changed.cursor).run_requests == []
+    assert "changed after" not in capsys.readouterr().err  # said once
+    assert "does not match" in json.loads(result.cursor)["ignored:january.csv"]  # said once, not at every tick
+
+
+def test_a_half_written_delivery_is_never_read(cfg: PipelineConfig) -> None:
+    """Issue 33 case 1: a file written in place (cut at 60 %, as a slow `cp` leaves it) is not ingested; once
+    whole and unchanged for the settle interval it is, once, with the whole file's fingerprint."""
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    landing.mkdir(exist_ok=True)
+    whole = Path(cfg.dataset.path.replace("{partition}", "2024-02")).read_bytes()
+    target = landing / "2024-02.csv"
+    target.write_bytes(whole[: int(len(whole) * 0.6)])
+    first = _tick(sensor, instance, None)
+    assert first.run_requests == []
+    time.sleep(SETTLE_S / 2)
+    with target.open("ab") as fh:  # the copy goes on, within the settle interval
+        fh.write(whole[int(len(whole) * 0.6):])
+    second = _tick(sensor, instance, first.cursor)
+    assert second.run_requests == []  # it changed since it was seen: wait again
+    time.sleep(SETTLE_S + 0.2)
+    third = _tick(sensor, instance, second.cursor)
+    assert [r.partition_key for r in third.run_requests] == ["2024-02"]
+    assert json.loads(third.cursor)["2024-02"] == hashlib.sha256(b"2024-02.csv\0" + whole).hexdigest()
 
 
 def test_the_schedule_retrains_the_newest_version_with_the_policy(cfg: PipelineConfig) -> None:
@@ -144,3 +188,20 @@ def test_a_home_made_before_readable_keys_gets_no_second_run_of_its_old_versions
     result = _tick(sensor, instance, "f" * 40)  # a cursor not in the history: every commit is looked at
     assert [r.partition_key for r in result.run_requests] == [f"2024-02.{new[:8]}"]
     assert result.dynamic_partitions_requests[0].partition_keys == [f"2024-02.{new[:8]}"]
+
+
+@pytest.mark.timeout(120)  # a FIFO opened for reading would block the tick: the test fails, never hangs
+def test_a_link_out_of_the_landing_folder_or_a_fifo_is_refused_naming_its_path(cfg: PipelineConfig,
+                                                                               capsys: pytest.CaptureFixture) -> None:
+    """Issue 33 case 2: nothing outside the folder, and nothing that is not a file, is read or quoted."""
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    landing.mkdir(exist_ok=True)
+    (landing / "2024-03.csv").symlink_to("/etc/passwd")
+    os.mkfifo(landing / "2024-04.csv")
+    capsys.readouterr()
+    assert _settled(sensor, instance, None).run_requests == []
+    err = capsys.readouterr().err
+    assert f"{landing.resolve() / '2024-03.csv'} is a link that leaves the landing folder" in err
+    assert f"{landing.resolve() / '2024-04.csv'} is a FIFO" in err
+    assert "root:" not in err

@@ -42,7 +42,7 @@ def test_the_daemon_keeps_one_code_server_past_its_workspace_reload(home: str, t
     assert controller.RELOAD_WORKSPACE_INTERVAL == RELOAD_INTERVAL_S  # what this test waits past
     config = write_example(tmp_path / "sales", months=2)
     data = yaml.safe_load(config.read_text())
-    data["automation"] = {"landing": "landing", "sensor_interval_s": 1}
+    data["automation"] = {"landing": "landing", "sensor_interval_s": 1, "landing_settle_s": 1}
     config.write_text(yaml.safe_dump(data))
     monkeypatch.setenv(CONFIGS_ENV, str(config))
     dagster_home, log = prepare_home(), tmp_path / "daemon.log"

@@ -34,7 +34,7 @@ def _finished(instance: dg.DagsterInstance, job: str) -> list[dg.DagsterRun]:
 def cfg(home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PipelineConfig:
     config = write_example(tmp_path / "sales", months=3)
     data = yaml.safe_load(config.read_text())
-    data["automation"] = {"landing": "landing", "sensor_interval_s": 1}
+    data["automation"] = {"landing": "landing", "sensor_interval_s": 1, "landing_settle_s": 1}
     data["training"]["epochs"] = 3
     config.write_text(yaml.safe_dump(data))
     monkeypatch.setenv(CONFIGS_ENV, str(config))  # the code location the daemon loads builds this graph

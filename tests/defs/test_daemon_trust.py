@@ -43,7 +43,7 @@ OPEN = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, dg.DagsterR
 def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, months: int, slow_loader_ms: float) -> PipelineConfig:
     config = write_example(tmp_path / "sales", months=months)
     data = yaml.safe_load(config.read_text())
-    data["automation"] = {"landing": "landing", "sensor_interval_s": 1}
+    data["automation"] = {"landing": "landing", "sensor_interval_s": 1, "landing_settle_s": 1}
     data["training"].update({"epochs": 3, "checkpoint_every_steps": 3, "faults": {"slow_loader_ms": slow_loader_ms}})
     data["gate"]["latency_p99_ms"] = 10_000  # a loaded test machine must not decide the gate
     config.write_text(yaml.safe_dump(data))

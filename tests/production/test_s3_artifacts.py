@@ -109,8 +109,10 @@ def client_env(s3_mlflow, monkeypatch, tmp_path) -> str:
     mlflow.set_tracking_uri(previous)  # the server stops with this module: leave no one pointed at it
 
 
-def test_a_model_logged_through_the_server_lands_in_s3_and_loads_back_by_alias(s3_mlflow, client_env, tmp_path):
+def test_a_model_logged_through_the_server_lands_in_s3_and_loads_back_by_alias(s3_mlflow, client_env, tmp_path,
+                                                                              monkeypatch):
     _, endpoint = s3_mlflow
+    monkeypatch.setenv("MLASSETS_PROMOTION_DB", f"sqlite:///{tmp_path / 'promotions.db'}")  # its registration history
     experiment = mlflow.get_experiment(tracking.configure(experiment=f"s3-{uuid.uuid4().hex[:8]}"))
     assert experiment.artifact_location.startswith("mlflow-artifacts:/")  # the server's store, not a local path
     bundle = shared.tiny_bundle()
@@ -120,7 +122,7 @@ def test_a_model_logged_through_the_server_lands_in_s3_and_loads_back_by_alias(s
         model_uri = mlflow_model.log_model(bundle_dir, rows)
     name = f"s3-model-{uuid.uuid4().hex[:8]}"
     record = shared.record(True, weights_sha256(bundle_dir))  # loading checks the weights against it
-    version = mlflow.register_model(model_uri, name, tags=record.to_tags()).version
+    version = registry.register(name, model_uri, record).version  # as the platform does: bound in its history
     mlflow.MlflowClient().set_registered_model_alias(name, "champion", version)
 
     loaded = mlflow.pyfunc.load_model(f"models:/{name}@champion")  # downloaded from S3 through the server

@@ -17,6 +17,7 @@ from mlassets.core import paths
 from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.automation import tuned_params
 from mlassets.core.config.model import plugin_kind
+from mlassets.core.config.plugin_source import check_plugin_source
 from mlassets.core.config.resources import check_resources
 from mlassets.core.config.rules import TASK_METRICS, check
 from mlassets.core.config.schema import PipelineConfig
@@ -46,6 +47,7 @@ def load_config(path: str | Path) -> PipelineConfig:
     data = load_yaml(path.read_text(), str(path))
     try:
         cfg = _with_paths_from(parse_config(data), path.resolve().parent)
+        check_plugin_source(cfg.model.plugin)  # a missing or broken plug-in now, not after 40 s of a run
         check_resources(cfg)
         return cfg
     except ConfigError as exc:

@@ -97,6 +97,10 @@ def _dataset(cfg: PipelineConfig) -> None:
     ds = cfg.dataset
     if not ds.name.replace("_", "").isalnum() or not ds.name[0].isalpha():
         raise ConfigError(f"dataset.name: {ds.name!r} must be letters, digits and '_', starting with a letter")
+    if not 3 <= len(ds.name) <= 63 or ds.name != ds.name.lower():
+        raise ConfigError(f"dataset.name: {ds.name!r} must be 3-63 lower-case letters, digits and '_' (it names the "
+                          f"store's repository {ds.name.replace('_', '-')!r}, which lakeFS and the local store require "
+                          "so)")
     if not ds.key:
         raise ConfigError("dataset.key: [] names no column; give the columns that identify a row")
     for name in [ds.target, *([ds.time_column] if ds.time_column else []), *ds.key, *ds.slices]:

@@ -221,6 +221,8 @@ class AutomationConfig:
     on_new_data: bool = True  # a sensor runs the pipeline for every new commit of the watched branch
     landing: str = ""  # files source: a folder watched for deliveries, one file or folder per partition key
     sensor_interval_s: int = 30  # how often the sensors look
+    landing_settle_s: int = 10  # a landed file is read once its size and mtime are unchanged this long (0: at once)
+    landing_max_mb: int = 10_240  # a landed delivery above this is refused, never read
     schedule: str = ""  # cron of a retrain on the newest data version ("": none), e.g. "0 3 * * 1"
     timezone: str = "UTC"  # of the cron
     retrain: Literal["full", "warm_start"] = "full"  # scheduled retrains: from scratch, or from the champion
@@ -228,9 +230,11 @@ class AutomationConfig:
     gpu_slots: int = 1  # training steps run in the `gpu` concurrency pool, this many at once
 
     def __post_init__(self) -> None:
-        for name in ("sensor_interval_s", "full_retrain_every", "gpu_slots"):
+        for name in ("sensor_interval_s", "full_retrain_every", "gpu_slots", "landing_max_mb"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"automation.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.landing_settle_s < 0:
+            raise ConfigError(f"automation.landing_settle_s: must be >= 0, got {self.landing_settle_s}")
 
 
 @dataclass(frozen=True)

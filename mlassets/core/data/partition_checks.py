@@ -104,11 +104,9 @@ def validate_target_quantiles(
 ) -> CheckOutcome:
     """Quartiles of the new rows within ``target_quantile_band`` reference IQRs of the reference quartiles (unset:
     derived from the reference partitions ``seen``, see ``bands.target_band``)."""
-    if cfg.task == "binary":
-        return CheckOutcome("target_quantiles", True, "binary target: quartiles say nothing; the mean check judges it")
-    if cfg.task == "multiclass":
-        return CheckOutcome("target_quantiles", True, "multiclass target: class labels have no quartiles")
     new, reference = _stats(new), _stats(reference)
+    if cfg.task in ("binary", "multiclass"):
+        return _classes(new, reference, cfg)
     skipped = _unchecked("target_quantiles", new, reference, keys)
     if skipped:
         return skipped
@@ -129,3 +127,16 @@ def validate_target_quantiles(
     worst = max(shifts.values(), key=abs)
     return CheckOutcome("target_quantiles", True, f"column {cfg.target!r}: quartiles within {worst:+.2f} IQR "
                                                   f"of the others (band ±{band:.2g}{said})")
+
+
+def _classes(new: TargetStats, reference: TargetStats, cfg: DatasetConfig) -> CheckOutcome:
+    """A classification target's quartiles say nothing; what fails a version is a target with one class in all
+    of it (a classifier learns nothing from it, and its training would fail far later, less clearly)."""
+    every = TargetStats.merge([new, reference])
+    what = "binary target: quartiles say nothing; the mean check judges it" if cfg.task == "binary" else \
+        "multiclass target: class labels have no quartiles"
+    if every.count and every.quantile(0.0) == every.quantile(1.0):
+        return CheckOutcome("target_quantiles", False, f"column {cfg.target!r}: every one of the version's "
+                            f"{every.count} rows has the class {every.quantile(0.0):g}: one class, and a {cfg.task} "
+                            "classifier needs at least two", 1)
+    return CheckOutcome("target_quantiles", True, f"{what}; the version holds more than one class")

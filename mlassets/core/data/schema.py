@@ -24,10 +24,12 @@ _DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "date
 
 
 _INTEGRAL = pa.Check(lambda s: (s % 1 == 0) | s.isna(), name="integer_valued")
+# inf is a value no model reads (the features would take it as missing): refused, also where missing is allowed
+_FINITE = pa.Check(lambda s: s.isna() | ((s != float("inf")) & (s != float("-inf"))), name="finite")
 
 
 def _column(name: str, spec: ColumnSpec) -> pa.Column:
-    checks = [_INTEGRAL] if spec.dtype == "int" else []
+    checks = [_INTEGRAL] if spec.dtype == "int" else [_FINITE] if spec.dtype == "float" else []
     if spec.min is not None:
         checks.append(pa.Check.ge(spec.min))
     if spec.max is not None:

@@ -41,6 +41,8 @@ def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
     column, rules = pl.col(name), []
     if spec.dtype == "int":
         rules.append(column % 1 == 0)
+    if spec.dtype == "float":
+        rules.append(column.is_finite())
     for low in (spec.min, _utc(spec.min_date) if spec.min_date is not None else None):
         if low is not None:
             rules.append(column >= low)

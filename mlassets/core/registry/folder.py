@@ -85,7 +85,15 @@ def check_loaded_bundle(bundle_dir: str | Path) -> str | None:
     client = mlflow.MlflowClient()
     named = loaded_as(root)
     if named is not None:
-        check_folder(root, client.get_model_version(*named), bundle_dir)
+        from mlassets.core.registry import registrations
+        from mlassets.core.registry.versions import RegistryError
+
+        version = client.get_model_version(*named)
+        try:
+            registrations.check(version)
+        except RegistryError as exc:
+            raise FolderMismatch(str(exc)) from None
+        check_folder(root, version, bundle_dir)
         return named[0]
     spec = yaml.safe_load((root / MLMODEL).read_text()) or {}
     run_id = spec.get("run_id")

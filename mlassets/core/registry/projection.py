@@ -97,8 +97,9 @@ def refuse_if_damaged(name: str, log: PromotionLog, state: LogState | None = Non
     anchor of ``name``'s log is broken; otherwise the state. Every reader that trusts a row calls this first."""
     state = state or inspect(name, log)
     if state.problems:
+        hint = repair_hint(name, log)  # its first letter up, the path and names in it as they are
         raise PromotionError(f"{state.problems[0]}; refusing to act on a damaged log (nothing changed). "
-                             f"{repair_hint(name, log).capitalize()}")
+                             f"{hint[:1].upper()}{hint[1:]}")
     return state
 
 

@@ -47,6 +47,16 @@ def _version_arg(version: str | int) -> str:
     return text[1:] if text[:1] in "vV" and text[1:].isdigit() else text
 
 
+def _registered(record: ModelVersion) -> None:
+    """``PromotionError`` unless mlassets registered ``record`` (forced or not: a forged version never moves)."""
+    from mlassets.core.registry import registrations
+
+    try:
+        registrations.check(record)
+    except RegistryError as exc:
+        raise PromotionError(str(exc)) from None
+
+
 def live_version(name: str, log: PromotionLog | None = None) -> str | None:
     """The champion by the promotion log, the only truth about it (None before the first promotion)."""
     live = (log or PromotionLog()).live(name)
@@ -80,6 +90,7 @@ def promote(name: str, version: str | int, *, who: str | None = None, reason: st
     log = log or PromotionLog()
     check_model(name)
     record = get_version(name, _version_arg(version))
+    _registered(record)
     if force and not reason.strip():
         raise PromotionError(f"forcing {name!r} version {record.version} needs a reason (--reason TEXT)")
     if not force:
@@ -101,6 +112,7 @@ def rollback(name: str, *, who: str | None = None, reason: str = "", log: Promot
         live = f"v{champions[-1]}" if champions else "none"
         raise PromotionError(f"model {name!r} has no earlier champion to roll back to (champion: {live})")
     target = get_version(name, champions[-2])
+    _registered(target)
     return _move(name, ROLLBACK, str(target.version), who=who, reason=reason or f"rollback from v{champions[-1]}",
                  log=log, expected_seq=expected_seq)
 

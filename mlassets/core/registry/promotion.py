@@ -30,19 +30,26 @@ APPLIED = (PROMOTE, FORCE, ROLLBACK)  # rows that moved the alias; others record
 LOST = "-lost-race"
 GENESIS = "0" * 64
 _META = sa.MetaData()
-TABLE = sa.Table(
-    "promotions", _META,
-    sa.Column("model", sa.String(250), primary_key=True),
-    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),  # (model, seq) is the lock
-    sa.Column("action", sa.String(40), nullable=False),
-    sa.Column("from_version", sa.String(40), nullable=True),
-    sa.Column("to_version", sa.String(40), nullable=False),
-    sa.Column("who", sa.String(250), nullable=False),
-    sa.Column("at", sa.String(40), nullable=False),  # UTC ISO 8601, microseconds
-    sa.Column("reason", sa.Text, nullable=False),
-    sa.Column("prev_hash", sa.String(64), nullable=False),
-    sa.Column("hash", sa.String(64), nullable=False),
-)
+
+
+def _table(name: str) -> sa.Table:
+    return sa.Table(
+        name, _META,
+        sa.Column("model", sa.String(250), primary_key=True),
+        sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),  # (model, seq) is the lock
+        sa.Column("action", sa.String(40), nullable=False),
+        sa.Column("from_version", sa.String(40), nullable=True),
+        sa.Column("to_version", sa.String(40), nullable=False),
+        sa.Column("who", sa.String(250), nullable=False),
+        sa.Column("at", sa.String(40), nullable=False),  # UTC ISO 8601, microseconds
+        sa.Column("reason", sa.Text, nullable=False),
+        sa.Column("prev_hash", sa.String(64), nullable=False),
+        sa.Column("hash", sa.String(64), nullable=False),
+    )
+
+
+TABLE = _table("promotions")
+REGISTRATIONS = _table("registrations")  # the same chain for the versions mlassets registered (``registrations``)
 
 
 class PromotionError(ValueError):
@@ -110,6 +117,8 @@ def parse_time(text: str) -> datetime:
 class PromotionLog:
     """The append-only table behind ``mlassets history``; see the module docstring."""
 
+    table: sa.Table = TABLE
+
     def __init__(self, url: str | None = None, busy_timeout_s: float = 60.0) -> None:
         from sqlalchemy.pool import NullPool
 
@@ -124,13 +133,14 @@ class PromotionLog:
         try:
             _META.create_all(self.engine)
         except sa.exc.DatabaseError:  # created concurrently (servers without transactional DDL locks)
-            if not sa.inspect(self.engine).has_table(TABLE.name):
+            if not sa.inspect(self.engine).has_table(self.table.name):
                 raise
 
     def entries(self, model: str | None = None) -> list[Entry]:
-        query = sa.select(TABLE).order_by(TABLE.c.model, TABLE.c.seq)
+        table = self.table
+        query = sa.select(table).order_by(table.c.model, table.c.seq)
         if model is not None:
-            query = query.where(TABLE.c.model == model)
+            query = query.where(table.c.model == model)
         with self.engine.begin() as conn:
             return [Entry(**row._mapping) for row in conn.execute(query)]
 
@@ -138,9 +148,9 @@ class PromotionLog:
         with self.engine.begin() as conn:
             return self._head(conn, model)
 
-    @staticmethod
-    def _head(conn: sa.Connection, model: str) -> Entry | None:
-        row = conn.execute(sa.select(TABLE).where(TABLE.c.model == model).order_by(TABLE.c.seq.desc()).limit(1))
+    def _head(self, conn: sa.Connection, model: str) -> Entry | None:
+        table = self.table
+        row = conn.execute(sa.select(table).where(table.c.model == model).order_by(table.c.seq.desc()).limit(1))
         found = row.first()
         return Entry(**found._mapping) if found else None
 
@@ -195,7 +205,7 @@ class PromotionLog:
         while True:
             try:
                 with self.engine.begin() as conn:
-                    conn.execute(TABLE.insert().values(**asdict(entry)))
+                    conn.execute(self.table.insert().values(**asdict(entry)))
                 return entry
             except sa.exc.OperationalError as exc:  # sqlite busy beyond its timeout: retry the same seq
                 if "locked" not in str(exc) or time.monotonic() > deadline:
@@ -209,7 +219,7 @@ class PromotionLog:
                 with self.engine.begin() as conn:
                     head = self._head(conn, model)
                     entry = _entry(model, head.seq + 1 if head else 1, head.hash if head else GENESIS, fields)
-                    conn.execute(TABLE.insert().values(**asdict(entry)))
+                    conn.execute(self.table.insert().values(**asdict(entry)))
                 return entry
             except sa.exc.IntegrityError:
                 continue

@@ -46,8 +46,12 @@ def register(name: str, model_uri: str, record: RegistryRecord, *, description: 
         client.create_registered_model(name, description="Registered by mlassets; tags hold each record.")
     model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None  # a LoggedModel
     # its id too: an MLflow server refuses a LoggedModel's URI as a version's source without it (sqlite does not)
-    return client.create_model_version(name, model_uri, tags={**(links or {}), **record.to_tags()},
-                                       model_id=model_id, description=description[:DESCRIPTION_MAX] or None)
+    version = client.create_model_version(name, model_uri, tags={**(links or {}), **record.to_tags()},
+                                          model_id=model_id, description=description[:DESCRIPTION_MAX] or None)
+    from mlassets.core.registry import registrations
+
+    registrations.record(version)  # its entry in the registration history: what every loader checks
+    return version
 
 
 def registered_by(name: str, model_uri: str, tag: str, value: str) -> ModelVersion | None:
@@ -59,7 +63,12 @@ def registered_by(name: str, model_uri: str, tag: str, value: str) -> ModelVersi
         found = _client().search_model_versions(f"name = '{name}'")
     except MlflowException:
         return None
-    return next((v for v in found if v.source == model_uri and v.tags.get(tag) == value), None)
+    version = next((v for v in found if v.source == model_uri and v.tags.get(tag) == value), None)
+    if version is not None:  # a registration killed before its entry was written: written now
+        from mlassets.core.registry import registrations
+
+        registrations.record(version)
+    return version
 
 
 def describe(record: RegistryRecord, version_name: str, dagster_run_url: str = "") -> str:
@@ -148,10 +157,12 @@ def bundle_dir(version: ModelVersion) -> Path:
 def verified_bundle_dir(version: ModelVersion) -> Path:
     """The version's bundle folder, refused (``RegistryError``) unless the logged model it lies in is the version's
     (its run and logged model) and its weights are the ones its registry record names."""
+    from mlassets.core.registry import registrations
     from mlassets.core.registry.folder import check_folder, model_root
 
-    directory = bundle_dir(version)
     record_of(version)  # an incomplete record is refused by name
+    registrations.check(version)  # one mlassets registered, bound to its run and record
+    directory = bundle_dir(version)
     try:
         check_folder(model_root(directory), version, directory)
     except ValueError as exc:

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
     args = parser.parse_args(argv)
     die_with_launcher()
+    job: TrainJob | None = None
     try:
         job = _job(args)
         family = family_of(str(job.config.get("model", {}).get("family", "mlp")))
@@ -83,8 +84,13 @@ def main(argv: list[str] | None = None) -> None:
         result = family.train(job, PrintReporter(), hard_crash=True)
         if result is not None:
             print(json.dumps(result.summary(), sort_keys=True))
-    except (ValueError, OSError) as exc:
-        if os.environ.get("DAGSTER_PIPES_CONTEXT"):
+    except Exception as exc:
+        from mlassets.core.train.failure import record_failure
+
+        out = job.out_dir if job is not None else args.out
+        if out:
+            record_failure(out, exc)  # the sentence the orchestrator shows first
+        if os.environ.get("DAGSTER_PIPES_CONTEXT") or not isinstance(exc, ValueError | OSError):
             raise
         print(f"training failed: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -12,7 +12,7 @@ import pytest
 
 from mlassets.core.automation.alerts import Alert, post, record
 from mlassets.core.automation.commits import new_commits
-from mlassets.core.automation.landing import scan
+from mlassets.core.automation.landing import fingerprint, scan
 from mlassets.core.automation.policy import scheduled_retrain
 from mlassets.core.config import AutomationConfig
 from mlassets.core.data.store.local import LocalStore
@@ -48,11 +48,14 @@ def test_landing_lists_deliveries_by_key_with_a_fingerprint_of_their_content(tmp
     assert {i.name for i in ignored} == {"notes.txt", "March.csv"}
     march = next(i for i in ignored if i.name == "March.csv")
     assert "does not match dataset.partitions.pattern 'YYYY-MM'" in march.reason
-    before = {d.key: d.fingerprint for d in found}
+    before = {d.key: fingerprint(d.path) for d in found}
+    stamps = {d.key: d.stamp for d in found}
     (tmp_path / "2024-02.csv").write_text("a\n1\n")  # the same bytes again: the same fingerprint
     (tmp_path / "2024-03" / "part-2.csv").write_text("a\n3\n")  # a folder that grew: a new one
-    after = {d.key: d.fingerprint for d in scan(tmp_path, "YYYY-MM")[0]}
+    again = scan(tmp_path, "YYYY-MM")[0]
+    after = {d.key: fingerprint(d.path) for d in again}
     assert after["2024-02"] == before["2024-02"] and after["2024-03"] != before["2024-03"]
+    assert {d.key: d.stamp for d in again}["2024-03"] != stamps["2024-03"]  # its stamp tells it changed
     assert scan(tmp_path / "missing", "YYYY-MM") == ([], [])
 
 

@@ -119,3 +119,29 @@ def test_out_of_range_values_are_refused(section, key, value, expected):
     with pytest.raises(ConfigError) as err:
         parse_config(data)
     assert expected in str(err.value)
+
+
+def test_a_missing_or_broken_plugin_is_refused_when_the_config_loads(tmp_path):
+    """Issue 33 case 5: not 40-80 s into a run. Checked without running the plug-in (nor importing torch)."""
+    good = tmp_path / "good.py"
+    good.write_text("import torch\n\n\ndef build(spec):\n    return torch.nn.Linear(1, 1)\n")
+    (tmp_path / "syntax.py").write_text("def build(spec)\n    return None\n")
+    (tmp_path / "imports.py").write_text("import no_such_lib_33\n\n\ndef build(spec):\n    return None\n")
+    cases = {
+        "missing.py:build": f"missing.py:build': the file {str(tmp_path / 'missing.py')!r} does not exist",
+        "good.py:absent": "defines no function 'absent'",
+        "syntax.py:build": "cannot be imported: " + str(tmp_path / "syntax.py") + ", line 1: expected ':'",
+        "imports.py:build": "line 1 imports 'no_such_lib_33', which is not installed",
+        "no_such_package_33.model:build": "module 'no_such_package_33.model' cannot be found",
+    }
+    data = _flights_dict()
+    data["model"] = {"registered_name": "mine", "family": "torch", "plugin": "good.py:build"}
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(data))
+    assert load_config(config).model.plugin == f"{good}:build"
+    for spec, message in cases.items():
+        data["model"]["plugin"] = spec
+        config.write_text(yaml.safe_dump(data))
+        with pytest.raises(ConfigError) as err:
+            load_config(config)
+        assert message in str(err.value), spec

@@ -44,6 +44,9 @@ FOUND_ACCEPTED = [  # (key path, value, what the error must say): each was accep
 ]
 
 MORE_RULES = [
+    ("dataset.name", "ab", "dataset.name: 'ab' must be 3-63 lower-case letters, digits and '_' (it names the store's "
+                           "repository 'ab'"),  # issue 33: refused at load, not at ingest
+    ("dataset.name", "Sales", "dataset.name: 'Sales' must be 3-63 lower-case"),
     ("dataset.slices", ["origin", "tail_number"], "dataset.columns: column 'tail_number' is used but not declared"),
     ("dataset.columns.time_hour", {"dtype": "datetime", "min_date": "2014-01-01", "max_date": "2013-01-01"},
      "min_date '2014-01-01' is after max_date '2013-01-01'"),

@@ -221,3 +221,13 @@ def test_missing_value_markers_are_read_as_missing_and_configurable(example: Pat
     (example.parent / "strict.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(FileRejected, match=r"column 'temperature', row 4: 'NA' is not a number \(and 1 more rows\)"):
         partition_tables(load_config(example.parent / "strict.yaml"), JAN)
+
+
+def test_a_refusal_quotes_the_offending_value_cut_never_a_line_of_the_file(tmp_path: Path) -> None:
+    """Issue 33 case 2: a delivery that is not the data (a copied /etc/passwd line) is named by its file, column
+    and row; the value is cut at 40 characters."""
+    from mlassets.core.data.sources.base import quoted
+
+    line = "0:root:/root:/bin/bash:" + "x" * 80
+    assert quoted(line) == f"{line[:40]!r}… ({len(line)} characters)" and quoted("12 min") == "'12 min'"
+    assert quoted(7) == "7"

@@ -96,3 +96,17 @@ def test_class_labels_of_a_multiclass_target_have_no_mean_or_quartiles_to_check(
     for check in (validate_target_mean, validate_target_quantiles):
         outcome = check(new, reference, ["2013-02"], multi)
         assert outcome.passed and outcome.message.startswith("multiclass target: class labels have no")
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_a_classification_target_with_one_class_in_the_whole_version_is_refused(ds: DatasetConfig, task: str) -> None:
+    """Issue 33 case 5: refused at validation, not by the training process 40 s later."""
+    ds = dataclasses.replace(ds, target="late", task=task)
+    one = validate_target_quantiles(pd.Series([0.0] * 50), pd.Series([0.0] * 80), ["2024-02"], ds)
+    assert not one.passed
+    assert one.message == (f"column 'late': every one of the version's 130 rows has the class 0: one class, and a "
+                           f"{task} classifier needs at least two")
+    first = validate_target_quantiles(pd.Series([1.0] * 50), None, ["2024-01"], ds)  # the first partition alone
+    assert not first.passed and "50 rows has the class 1" in first.message
+    both = validate_target_quantiles(pd.Series([0.0] * 50), pd.Series([0.0] * 79 + [1.0]), ["2024-02"], ds)
+    assert both.passed  # one row of the other class anywhere in the version is enough

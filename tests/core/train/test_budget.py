@@ -39,7 +39,7 @@ def test_a_billion_epochs_stop_after_the_first_steps_naming_the_cost(data, tmp_p
     assert "training.budget_hours 24 h. If you mean it, run it with `mlassets run --force`" in message
     from mlassets.core.train.budget import read_refusal
 
-    assert read_refusal(tmp_path) == message  # what the training asset fails its step with, without a retry
+    assert read_refusal(tmp_path) == message  # what the training asset stops with (no failure, no retry)
     assert time.monotonic() - started < 120  # the first steps, not the run
     assert not (tmp_path / "result.json").exists()
 

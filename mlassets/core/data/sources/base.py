@@ -39,3 +39,10 @@ def sample(frame: pd.DataFrame, fraction: float, key: str) -> pd.DataFrame:
     if fraction >= 1.0:
         return frame
     return frame.sample(frac=fraction, random_state=zlib.crc32(key.encode())).sort_index().reset_index(drop=True)
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """An offending value as a message shows it: its repr, cut at ``limit`` characters (a message names the
+    value a check needs, never a line of the file)."""
+    text = str(value)
+    return repr(value) if len(text) <= limit else f"{text[:limit]!r}… ({len(text)} characters)"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import ColumnSpec, DatasetConfig
 from mlassets.core.data.dates import as_dates, built_date, describe_format
-from mlassets.core.data.sources.base import sample
+from mlassets.core.data.sources.base import quoted, sample
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -151,7 +151,7 @@ def problem_lines(problems: Problems, columns: Mapping[str, ColumnSpec], path: P
             continue
         what = {"int": "an integer", "float": "a number",
                 "datetime": f"a date or time {describe_format(spec.format)}"}[spec.dtype]
-        lines.append(f"{path}: column {name!r}, row {row + first_row}: {value!r} is not {what}{more}")
+        lines.append(f"{path}: column {name!r}, row {row + first_row}: {quoted(value)} is not {what}{more}")
     return lines
 
 

@@ -1,0 +1,98 @@
+"""The registration history: every version mlassets registered, a row in a hash chain beside the promotion log
+(same database, same row hash, anchored in MLflow as ``mlassets.registration_log_head``).
+
+A row binds the version number to what it was registered as: its MLflow run, its source (the logged model)
+and a sha256 of its registry record's tags. A model folder copied and registered by hand, under any name or
+number, has no row; a version whose tags were edited no longer matches its row. Every loader and ``promote``
+call ``check`` (``versions.verified_bundle_dir``, ``folder.check_loaded_bundle``, ``promote.promote``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING
+
+from mlassets.core.registry.promotion import REGISTRATIONS, Entry, PromotionLog
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
+
+REGISTER = "register"
+ANCHOR_TAG = "mlassets.registration_log_head"
+
+
+class RegistrationLog(PromotionLog):
+    """The ``registrations`` table of the promotion log's database."""
+
+    table = REGISTRATIONS
+
+
+def _canonical(data: dict[str, str]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def binding(version: ModelVersion) -> dict[str, str]:
+    """What a registration row holds of ``version``: its run, source, logged model and record."""
+    from mlassets.core.registry.versions import record_of
+
+    tags = {k: version.tags.get(k, "") for k in sorted(record_of(version).to_tags())}
+    return {"run_id": version.run_id or "", "source": version.source or "",
+            "model_id": getattr(version, "model_id", None) or "",
+            "record_sha256": hashlib.sha256(_canonical(tags).encode()).hexdigest()}
+
+
+def _rows(log: PromotionLog, name: str, number: str) -> list[Entry]:
+    return [e for e in log.entries(name) if e.action == REGISTER and e.to_version == number]
+
+
+def record(version: ModelVersion, log: PromotionLog | None = None) -> Entry:
+    """Append the row of a version mlassets just registered (once: its existing row is returned), then anchor
+    the history's head in MLflow."""
+    from mlassets.core.registry.versions import _client
+
+    log = log or RegistrationLog()
+    name, number = version.name, str(version.version)
+    found = _rows(log, name, number)
+    if found:
+        return found[0]
+    entry = log.append_next(name, {"action": REGISTER, "to_version": number, "reason": _canonical(binding(version))})
+    head = log.head(name) or entry
+    _client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
+    return entry
+
+
+def _anchor_problem(name: str, log: PromotionLog, entries: list[Entry]) -> str | None:
+    from mlassets.core.registry.versions import _client
+
+    seq, _, digest = _client().get_registered_model(name).tags.get(ANCHOR_TAG, "").partition(":")
+    if not seq.isdigit():
+        return None
+    at = next((e for e in entries if e.seq == int(seq)), None)
+    if at is None:
+        return f"it ends at seq {entries[-1].seq if entries else 0}, but its anchor in MLflow says seq {seq}"
+    return None if at.hash == digest else f"seq {seq} is not the row anchored in MLflow"
+
+
+def check(version: ModelVersion, log: PromotionLog | None = None) -> None:
+    """``RegistryError`` unless ``version`` is one mlassets registered: an intact, anchored registration history
+    holds its row, and its run, source and record are the ones the row binds."""
+    from mlassets.core.registry.versions import RegistryError
+
+    log = log or RegistrationLog()
+    name, number = version.name, str(version.version)
+    entries = log.entries(name)
+    damage = (log.verify(name) or [None])[0] or _anchor_problem(name, log, entries)
+    if damage:
+        raise RegistryError(f"the registration history of {name!r} in the promotion log is damaged ({damage}); "
+                            f"refusing version {number}")
+    rows = _rows(log, name, number)
+    if not rows:
+        raise RegistryError(f"model {name!r} version {number} was not registered by mlassets: the promotion log's "
+                            "registration history has no entry for it (a model registered by hand, or copied under "
+                            "another name or number); refusing it")
+    bound, now = json.loads(rows[0].reason), binding(version)
+    changed = [k for k in sorted(bound) if bound[k] != now.get(k)]
+    if changed:
+        raise RegistryError(f"model {name!r} version {number}: its {', '.join(changed)} differ from what mlassets "
+                            f"registered (registration history seq {rows[0].seq}); refusing it")
