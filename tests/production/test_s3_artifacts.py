@@ -102,6 +102,7 @@ def client_env(s3_mlflow, monkeypatch, tmp_path) -> str:
     monkeypatch.setenv("MLASSETS_PROFILE", "production")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("MLASSETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MLASSETS_PROMOTION_DB", f"sqlite:///{tmp_path / 'promotions.db'}")  # registration history
     end_active_runs()
     previous = mlflow.get_tracking_uri()
     yield uri
@@ -112,7 +113,6 @@ def client_env(s3_mlflow, monkeypatch, tmp_path) -> str:
 def test_a_model_logged_through_the_server_lands_in_s3_and_loads_back_by_alias(s3_mlflow, client_env, tmp_path,
                                                                               monkeypatch):
     _, endpoint = s3_mlflow
-    monkeypatch.setenv("MLASSETS_PROMOTION_DB", f"sqlite:///{tmp_path / 'promotions.db'}")  # its registration history
     experiment = mlflow.get_experiment(tracking.configure(experiment=f"s3-{uuid.uuid4().hex[:8]}"))
     assert experiment.artifact_location.startswith("mlflow-artifacts:/")  # the server's store, not a local path
     bundle = shared.tiny_bundle()

@@ -86,7 +86,7 @@ def check_loaded_bundle(bundle_dir: str | Path) -> str | None:
     named = loaded_as(root)
     if named is not None:
         from mlassets.core.registry import registrations
-        from mlassets.core.registry.versions import RegistryError
+        from mlassets.core.registry.client import RegistryError
 
         version = client.get_model_version(*named)
         try:

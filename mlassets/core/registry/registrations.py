@@ -13,6 +13,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
+from mlassets.core.registry.client import RegistryError, _client, record_of
 from mlassets.core.registry.promotion import REGISTRATIONS, Entry, PromotionLog
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ def _canonical(data: dict[str, str]) -> str:
 
 def binding(version: ModelVersion) -> dict[str, str]:
     """What a registration row holds of ``version``: its run, source, logged model and record."""
-    from mlassets.core.registry.versions import record_of
-
     tags = {k: version.tags.get(k, "") for k in sorted(record_of(version).to_tags())}
     return {"run_id": version.run_id or "", "source": version.source or "",
             "model_id": getattr(version, "model_id", None) or "",
@@ -49,8 +48,6 @@ def _rows(log: PromotionLog, name: str, number: str) -> list[Entry]:
 def record(version: ModelVersion, log: PromotionLog | None = None) -> Entry:
     """Append the row of a version mlassets just registered (once: its existing row is returned), then anchor
     the history's head in MLflow."""
-    from mlassets.core.registry.versions import _client
-
     log = log or RegistrationLog()
     name, number = version.name, str(version.version)
     found = _rows(log, name, number)
@@ -63,8 +60,6 @@ def record(version: ModelVersion, log: PromotionLog | None = None) -> Entry:
 
 
 def _anchor_problem(name: str, log: PromotionLog, entries: list[Entry]) -> str | None:
-    from mlassets.core.registry.versions import _client
-
     seq, _, digest = _client().get_registered_model(name).tags.get(ANCHOR_TAG, "").partition(":")
     if not seq.isdigit():
         return None
@@ -77,8 +72,6 @@ def _anchor_problem(name: str, log: PromotionLog, entries: list[Entry]) -> str |
 def check(version: ModelVersion, log: PromotionLog | None = None) -> None:
     """``RegistryError`` unless ``version`` is one mlassets registered: an intact, anchored registration history
     holds its row, and its run, source and record are the ones the row binds."""
-    from mlassets.core.registry.versions import RegistryError
-
     log = log or RegistrationLog()
     name, number = version.name, str(version.version)
     entries = log.entries(name)

@@ -8,11 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlassets.core.records import RecordError
+from mlassets.core.registry.client import RegistryError, _client, record_of
 from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
 
 if TYPE_CHECKING:
-    import mlflow
     import pandas as pd
     from mlflow.entities.model_registry import ModelVersion
 
@@ -21,16 +20,6 @@ if TYPE_CHECKING:
 CHAMPION = "champion"
 CHALLENGER = "challenger"
 DESCRIPTION_MAX = 5000  # what MLflow's stores keep of a description
-
-
-class RegistryError(LookupError):
-    """An unknown model or version, or a version that may not be served or promoted."""
-
-
-def _client() -> mlflow.MlflowClient:
-    import mlflow
-
-    return mlflow.MlflowClient()
 
 
 def register(name: str, model_uri: str, record: RegistryRecord, *, description: str = "",
@@ -91,14 +80,6 @@ def describe(record: RegistryRecord, version_name: str, dagster_run_url: str = "
     lines += ["", f"Registered by Dagster run [{run[:8]}]({dagster_run_url})." if dagster_run_url
               else f"Registered by Dagster run {run}."]
     return "\n".join(lines)
-
-
-def record_of(version: ModelVersion) -> RegistryRecord:
-    """The version's registry record, read back from its tags (``RegistryError`` if incomplete)."""
-    try:
-        return RegistryRecord.from_tags(version.tags)
-    except RecordError as exc:
-        raise RegistryError(f"model {version.name!r} version {version.version}: incomplete record ({exc})") from None
 
 
 def set_signature(model_uri: str, bundle: ModelBundle, rows: pd.DataFrame, n: int = 20) -> None:
