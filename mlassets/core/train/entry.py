@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
     args = parser.parse_args(argv)
     die_with_launcher()
+    from mlassets.core.fleet.heartbeat import start_from_env
+    from mlassets.core.train.preempt import PREEMPTED_EXIT, Preempted
+
+    beating = start_from_env()  # under the fleet: this rank renews its job's lease
     try:
         job = _job(args)
         family = family_of(str(job.config.get("model", {}).get("family", "mlp")))
@@ -83,8 +87,14 @@ def main(argv: list[str] | None = None) -> None:
         result = family.train(job, PrintReporter(), hard_crash=True)
         if result is not None:
             print(json.dumps(result.summary(), sort_keys=True))
+    except Preempted as exc:
+        print(f"training {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(PREEMPTED_EXIT) from None
     except (ValueError, OSError) as exc:
         if os.environ.get("DAGSTER_PIPES_CONTEXT"):
             raise
         print(f"training failed: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    finally:
+        if beating is not None:
+            beating.stop()
