@@ -43,10 +43,10 @@ def admit(spec: JobSpec, fleet: FleetConfig, jobs: list[dict[str, Any]]) -> Admi
         return Admission(False, str(exc), 0.0)
     cost = job_cost(spec, fleet)
     shape = f"{spec.gpus} GPUs ({spec.ranks} ranks x {spec.gpus_per_rank})"
-    have = fleet.gpus(spec.capacity)
+    have = fleet.largest_pool(spec.capacity)
     if spec.gpus > have:
-        return Admission(False, f"refused: the job needs {shape} but the fleet has {have} GPUs of capacity "
-                                f"{spec.capacity}", cost)
+        return Admission(False, f"refused: the job needs {shape} but the largest pool of capacity {spec.capacity} "
+                                f"has {have} GPUs ({fleet.gpus(spec.capacity)} in all; a job runs in one pool)", cost)
     quota = fleet.teams[spec.team].gpu_quota
     if spec.gpus > quota:
         return Admission(False, f"refused: the job needs {shape} but team {spec.team}'s quota is {quota} GPUs", cost)

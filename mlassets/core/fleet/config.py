@@ -83,8 +83,12 @@ class FleetConfig:
                               f"checkpoints_mandatory_after_minutes {self.checkpoints_mandatory_after_minutes} > 0")
 
     def gpus(self, capacity: str) -> int:
-        """GPUs a job of this capacity may be placed on (spot-first: every pool)."""
+        """GPUs of the pools a job of this capacity may be placed on (spot-first: every pool)."""
         return sum(p.gpus for p in self.pools.values() if capacity in ("spot-first", p.capacity))
+
+    def largest_pool(self, capacity: str) -> int:
+        """The most GPUs one job of this capacity can hold: a job runs in one pool (one Kueue flavor)."""
+        return max((p.gpus for p in self.pools.values() if capacity in ("spot-first", p.capacity)), default=0)
 
 
 def parse_fleet(data: object) -> FleetConfig:

@@ -80,14 +80,14 @@ def _spec(cfg, **over):
 
 
 @pytest.mark.parametrize(("over", "sentence"), [
-    ({"ranks": 4, "gpus_per_rank": 2}, "needs 8 GPUs (4 ranks x 2) but the fleet has 4 GPUs of capacity spot-first"),
+    ({"ranks": 4, "gpus_per_rank": 2}, "needs 8 GPUs (4 ranks x 2) but the largest pool of capacity spot-first has 2 GPUs (4 in all"),
     ({"ranks": 2, "capacity": "spot", "team": "product", "gpus_per_rank": 2},
-     "needs 4 GPUs (2 ranks x 2) but the fleet has 2 GPUs of capacity spot"),
-    ({"ranks": 3, "team": "product"}, "needs 3 GPUs (3 ranks x 1) but team product's quota is 2 GPUs"),
+     "needs 4 GPUs (2 ranks x 2) but the largest pool of capacity spot has 2 GPUs"),
+    ({"ranks": 2, "team": "default"}, "needs 2 GPUs (2 ranks x 1) but team default's quota is 1 GPUs"),
     ({"expected_minutes": 120.0, "checkpoint_every_minutes": 0.0},
      "expected to run 120 min, over the 60 min above which checkpoints are mandatory"),
     ({"ranks": 4, "expected_minutes": 180.0, "capacity": "on-demand", "team": "product"},
-     "the fleet has 2 GPUs"),
+     "the largest pool of capacity on-demand has 2 GPUs"),
     ({"ranks": 2, "expected_minutes": 300.0, "capacity": "on-demand", "team": "product"},
      "the job costs ₹2,500 (2 GPUs x 5 h x ₹250 per GPU-hour, on-demand); team product has ₹0 spent or reserved "
      "of its ₹1,000 budget"),
