@@ -129,5 +129,8 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
 
     register(cfg)
     store = open_store()
-    tags = {**version_run_tags(cfg, resolve_key(store, cfg, key), store), **({FORCE_TAG: "budget"} if force else {})}
+    from mlassets.defs.fleet import fleet_run_tags
+
+    tags = {**version_run_tags(cfg, resolve_key(store, cfg, key), store), **({FORCE_TAG: "budget"} if force else {}),
+            **fleet_run_tags(cfg)}  # the job spec and its queue priority
     return execute(instance, pipeline_job_name(cfg), key, tags=tags)
