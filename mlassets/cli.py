@@ -12,6 +12,7 @@ import warnings
 from mlassets.cli_data import add_commands as add_data_commands
 from mlassets.cli_diagnose import add_parser as add_diagnose
 from mlassets.cli_doctor import add_parser as add_doctor
+from mlassets.cli_fleet import add_parser as add_fleet
 from mlassets.cli_rebuild import add_parser as add_rebuild
 from mlassets.cli_registry import add_commands
 from mlassets.core.config import ConfigError
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rebuild(sub)
     add_doctor(sub)
     add_diagnose(sub)
+    add_fleet(sub)
     return parser
 
 
