@@ -66,8 +66,8 @@ def render_job(spec: JobSpec, fleet: FleetConfig, name: str, image: str, job: st
         "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001},
         "containers": [{
             "name": "pytorch", "image": image,
-            "command": ["torchrun"],
-            "args": [f"--nproc-per-node={spec.gpus_per_rank}", "--max-restarts=0",  # nodes, rank, master: PET_* env "-m", "mlassets.core.train",
+            "command": ["torchrun"],  # nodes, node rank and master address: the operator's PET_* variables
+            "args": [f"--nproc-per-node={spec.gpus_per_rank}", "--max-restarts=0", "-m", "mlassets.core.train",
                      "--job", "$(MLASSETS_TRAIN_JOB)"],
             "env": [{"name": "MLASSETS_TRAIN_JOB", "value": job}, {"name": "MLASSETS_PREEMPTIBLE", "value": "1"}],
             "envFrom": [{"configMapRef": {"name": "mlassets-env"}}, {"secretRef": {"name": "mlassets-secrets"}}],

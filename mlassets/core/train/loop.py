@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.fleet import heartbeat
 from mlassets.core.train import distributed as dd
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.budget import BudgetProbe
@@ -21,7 +22,6 @@ from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.loader import TabularData, build_loader
 from mlassets.core.train.metrics import MetricsSink
-from mlassets.core.fleet import heartbeat
 from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_losses
 from mlassets.core.train.preempt import Preempted, PreemptionFlag
 from mlassets.core.train.profiling import start_profiler

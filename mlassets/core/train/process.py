@@ -35,8 +35,8 @@ from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.loader import TabularData, load_training_data
 from mlassets.core.train.loop import Trainer
-from mlassets.core.train.preempt import Preempted, record_preemption
 from mlassets.core.train.metrics import open_sink
+from mlassets.core.train.preempt import Preempted, record_preemption
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
 

@@ -80,7 +80,8 @@ def _spec(cfg, **over):
 
 
 @pytest.mark.parametrize(("over", "sentence"), [
-    ({"ranks": 4, "gpus_per_rank": 2}, "needs 8 GPUs (4 ranks x 2) but the largest pool of capacity spot-first has 2 GPUs (4 in all"),
+    ({"ranks": 4, "gpus_per_rank": 2},
+     "needs 8 GPUs (4 ranks x 2) but the largest pool of capacity spot-first has 2 GPUs (4 in all"),
     ({"ranks": 2, "capacity": "spot", "team": "product", "gpus_per_rank": 2},
      "needs 4 GPUs (2 ranks x 2) but the largest pool of capacity spot has 2 GPUs"),
     ({"ranks": 2, "team": "default"}, "needs 2 GPUs (2 ranks x 1) but team default's quota is 1 GPUs"),
