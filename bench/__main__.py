@@ -21,7 +21,7 @@ from bench.registry import Benchmark, registered
 MODULES: tuple[str, ...] = (
     "bench.orchestration", "bench.evaluation", "bench.store", "bench.features", "bench.training",
     "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
-    "bench.gbdt", "bench.scale", "bench.latency_gate",
+    "bench.gbdt", "bench.scale", "bench.latency_gate", "bench.fleet",
 )
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI")
 HEADER = ("name", "measured", "goal", "met?", "detail")

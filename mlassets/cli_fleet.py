@@ -117,6 +117,15 @@ def cmd_dagster_yaml(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_example(args: argparse.Namespace) -> int:
+    from mlassets.examples.fleet import write_fleet_example
+
+    for path in write_fleet_example(Path(args.out)):
+        print(path)
+    print(f"fleet: {Path(args.out) / 'fleet.yaml'} (export MLASSETS_FLEET to use it)")
+    return 0
+
+
 def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--team")
     p.add_argument("--priority", help="a priority class of fleet.yaml")
@@ -151,6 +160,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     kueue.add_argument("--train-job", default="/var/lib/mlassets/work/job.json")
     _spec_flags(kueue)
     kueue.set_defaults(func=cmd_kueue)
+    example = verbs.add_parser("example", help="the README walk-through's fleet.yaml and job files")
+    example.add_argument("--out", required=True)
+    example.set_defaults(func=cmd_example)
     dy = verbs.add_parser("dagster-yaml", help="the run queue's per-team limits, for a dagster.yaml")
     dy.set_defaults(func=cmd_dagster_yaml)
 

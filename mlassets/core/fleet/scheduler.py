@@ -45,7 +45,8 @@ class Scheduler:
             return
         beats = self.table.heartbeats(job["id"])
         last = min((b["time"] for b in beats), default=job["started"])
-        if job["state"] == "running" and now - last > self.fleet.lease.seconds:
+        limit = self.fleet.lease.seconds if beats else self.fleet.lease.startup_s  # start-up: imports, data
+        if job["state"] == "running" and now - last > limit:
             lost = max((b["step"] - b["checkpoint_step"] for b in beats), default=0)
             self._kill(job)
             self._release(job, now, "queued", f"lease lost: no heartbeat for {now - last:.0f} s (lease "

@@ -51,6 +51,7 @@ def view(table: FleetTable, fleet: FleetConfig, now: float | None = None) -> Fle
         if j["state"] in ACTIVE:
             beats = table.heartbeats(j["id"])
             leases.append({"id": j["id"], "name": j["name"], "team": j["team"], "state": j["state"], "pool": j["pool"],
+                           "pid": j["pid"],
                            "gpus": j["gpus"], "ranks_beating": len(beats),
                            "last_heartbeat_s": round(now - min(b["time"] for b in beats), 1) if beats else None,
                            "step": max((b["step"] for b in beats), default=0),

@@ -127,3 +127,10 @@ def test_an_overrun_is_warned_then_stopped(sched, fleet) -> None:
     _until(sched, lambda: _state(sched, job) == "stopped")
     assert "overrun; stopped" in sched.table.job(job)["reason"]
     assert [e["kind"] for e in sched.table.events()] == ["overrun-warning", "overrun"]
+
+
+def test_a_slow_start_is_not_a_lost_lease(sched, fleet) -> None:
+    slow = "import time; time.sleep(3)\n" + FAKE  # longer than the 1.5 s lease before the first heartbeat
+    job_id, _ = submit(sched.table, fleet, "slow", _spec(team="research"), [sys.executable, "-c", slow])
+    _until(sched, lambda: _beat_step(sched, job_id) > 0)
+    assert sched.table.job(job_id)["attempts"] == 1 and sched.table.events() == []
