@@ -40,7 +40,7 @@ class PriorityClass:
 class Lease:
     seconds: float = 1800.0  # a lease lasts this long after its last renewal
     heartbeat_s: float = 30.0  # how often each rank renews it (and how often the scheduler ticks)
-    startup_s: float = 300.0  # a started job's processes have this long to send their first heartbeat
+    startup_s: float = 300.0  # a started job has this long to reach its first step before heartbeats count
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,9 @@ class Scheduler:
             return
         beats = self.table.heartbeats(job["id"])
         last = min((b["time"] for b in beats), default=job["started"])
-        limit = self.fleet.lease.seconds if beats else self.fleet.lease.startup_s  # start-up: imports, data
-        if job["state"] == "running" and now - last > limit:
+        # start-up (imports that hold the GIL, data loading) until its first step, at most lease.startup_s
+        starting = not any(b["step"] > 0 for b in beats) and now - job["started"] <= self.fleet.lease.startup_s
+        if job["state"] == "running" and not starting and now - last > self.fleet.lease.seconds:
             lost = max((b["step"] - b["checkpoint_step"] for b in beats), default=0)
             self._kill(job)
             self._release(job, now, "queued", f"lease lost: no heartbeat for {now - last:.0f} s (lease "

@@ -100,6 +100,7 @@ class Trainer:
         self._loss.fill_(self.progress.loss_sum)
         self.steps.resume(step)
         self.resumed_from = step
+        heartbeat.note(checkpoint_step=step)
         self.log(f"resumed from checkpoint {path.name}: step {step}, epoch {self.progress.epoch}")
 
     def fit(self) -> None:
