@@ -26,7 +26,7 @@ from mlassets.core.train.synthetic import tiny_config, write_splits
 FLEET = {"pools": {"spot": {"gpus": 1, "capacity": "spot", "price_per_gpu_hour": 100.0}},
          "teams": {"research": {"gpu_quota": 1, "budget": 1e6}, "product": {"gpu_quota": 1, "budget": 1e6}},
          "priority_classes": {"batch": {"value": 100}, "urgent": {"value": 1000, "preempts": ["batch"]}},
-         "lease": {"seconds": 2.0, "heartbeat_s": 0.25}, "grace_s": 30}
+         "lease": {"seconds": 5.0, "heartbeat_s": 0.5}, "grace_s": 30}
 URGENT = "import time; from mlassets.core.fleet import heartbeat as hb; hb.start_from_env(); time.sleep(0.5)"
 TRIGGER_STEP = 7  # of 16 (2 epochs of 8 steps)
 

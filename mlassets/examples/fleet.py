@@ -1,4 +1,4 @@
-"""The README's fleet walk-through: a demo ``fleet.yaml`` (the shipped one with a 6-second lease, so a frozen rank
+"""The README's fleet walk-through: a demo ``fleet.yaml`` (the shipped one with a 10-second lease, so a frozen rank
 is seen losing it) and small training job files on synthetic flights-like data: a slowed-down ``batch`` run to be
 preempted, its ``reference`` (the same run, trained alone, for the weights), an ``urgent`` run, and ``frozen``."""
 
@@ -24,7 +24,7 @@ def write_fleet_example(out: Path) -> list[Path]:
     """Write ``out/fleet.yaml``, ``out/data`` and ``out/<job>/job.json``; return the job files."""
     out.mkdir(parents=True, exist_ok=True)
     fleet = yaml.safe_load(SHIPPED.read_text())
-    fleet.update({"lease": {"seconds": 6, "heartbeat_s": 1}, "grace_s": 30})
+    fleet.update({"lease": {"seconds": 10, "heartbeat_s": 1, "startup_s": 120}, "grace_s": 30})
     (out / "fleet.yaml").write_text(yaml.safe_dump(fleet, sort_keys=False, allow_unicode=True))
     train, val = write_splits(out / "data", 2000, 400)
     paths = []

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     from mlassets.core.fleet.heartbeat import start_from_env
     from mlassets.core.train.preempt import PREEMPTED_EXIT, Preempted
 
-    beating = start_from_env()  # under the fleet: this rank renews its job's lease
+    start_from_env()  # under the fleet: this rank renews its job's lease until the process has ended
     try:
         job = _job(args)
         family = family_of(str(job.config.get("model", {}).get("family", "mlp")))
@@ -95,6 +95,3 @@ def main(argv: list[str] | None = None) -> None:
             raise
         print(f"training failed: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    finally:
-        if beating is not None:
-            beating.stop()
