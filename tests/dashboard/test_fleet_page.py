@@ -33,7 +33,7 @@ def test_the_page_shows_queue_teams_and_lost_work(home: str) -> None:
     running, _ = submit(table, fleet, "batch", spec, ["true"])
     table.update(running, state="running", pool="spot", started=1.0, spent=12.5)
     waiting, _ = submit(table, fleet, "next", spec, ["true"])
-    table.update(waiting, reason="#1: waits for 2 free GPUs of capacity spot-first (free: spot 0/2, on-demand 0/2)")
+    table.update(waiting, reason="waits for 2 free GPUs of capacity spot-first (free: spot 0/2, on-demand 0/2)")
     table.event(running, "preempted", "exit 76; checkpoint at step 9", 0)
     at = _page()
     assert not at.exception, at.exception

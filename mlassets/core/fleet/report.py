@@ -33,6 +33,9 @@ def format_view(v: FleetView, fleet: FleetConfig) -> str:
     done = [j for j in v.jobs if j["state"] in ("done", "failed", "refused", "stopped")]
     lines.append("finished:")
     for j in done:
+        if j["state"] == "refused":  # the reason says it
+            lines.append(f"  job {j['id']} {j['name']} ({j['team']}): {j['reason']}")
+            continue
         lines.append(f"  job {j['id']} {j['name']} ({j['team']}): {j['state']}"
                      + (f" after {j['attempts']} attempt(s)" if j["attempts"] else "")
                      + (f": {j['reason']}" if j["reason"] else ""))

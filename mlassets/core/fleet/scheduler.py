@@ -113,10 +113,10 @@ class Scheduler:
     def _place(self, now: float) -> None:
         jobs = self.table.jobs()
         free = free_gpus(self.fleet, jobs)
-        for position, job in enumerate(queue_order(jobs), 1):
+        for job in queue_order(jobs):
             used, quota = team_gpus(jobs, job["team"]), self.fleet.teams[job["team"]].gpu_quota
             if used + job["gpus"] > quota:
-                self.table.update(job["id"], reason=f"#{position}: waits for team {job['team']}'s quota "
+                self.table.update(job["id"], reason=f"waits for team {job['team']}'s quota "
                                                     f"({used} of {quota} GPUs in use, needs {job['gpus']})")
                 continue
             pool = next((p for p in pools_for(self.fleet, job["capacity"]) if free[p] >= job["gpus"]), None)
@@ -130,12 +130,12 @@ class Scheduler:
                 for victim in found[1]:
                     self._stop(victim, now, "preempted", f"preempted by job {job['id']} ({job['priority']})")
                 jobs = self.table.jobs()
-                self.table.update(job["id"], reason=f"#{position}: waits for {found[0]} GPUs being freed by "
+                self.table.update(job["id"], reason=f"waits for {found[0]} GPUs being freed by "
                                   f"preempting job(s) {', '.join(str(v['id']) for v in found[1])}")
             elif found is not None:
-                self.table.update(job["id"], reason=f"#{position}: waits for preempted jobs to checkpoint")
+                self.table.update(job["id"], reason="waits for preempted jobs to checkpoint")
             else:
-                self.table.update(job["id"], reason=f"#{position}: {waiting_reason(self.fleet, job, free)}")
+                self.table.update(job["id"], reason=waiting_reason(self.fleet, job, free))
 
     def _start(self, job: dict[str, Any], pool: str, now: float) -> None:
         env = {**self.env, hb.DB_ENV: str(self.table.path), hb.JOB_ENV: str(job["id"]),
