@@ -139,8 +139,7 @@ class Scheduler:
 
     def _start(self, job: dict[str, Any], pool: str, now: float) -> None:
         env = {**self.env, hb.DB_ENV: str(self.table.path), hb.JOB_ENV: str(job["id"]),
-               hb.EVERY_ENV: str(self.fleet.lease.heartbeat_s), "MLASSETS_PREEMPTIBLE": "1",
-               "CUDA_VISIBLE_DEVICES": ""}  # fake GPU slots on one machine; a real fleet would map them
+               hb.EVERY_ENV: str(self.fleet.lease.heartbeat_s), "MLASSETS_PREEMPTIBLE": "1"}
         if job["out_dir"]:
             (_preempted_path(job["out_dir"])).unlink(missing_ok=True)
         proc = subprocess.Popen(json.loads(job["command"]), env=env, start_new_session=True,
