@@ -4,6 +4,7 @@ scheduler takes its lease away. Started only when the fleet launched the process
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -37,10 +38,14 @@ class Heartbeat:
     def start(self) -> Heartbeat:
         self.beat()
         self._thread.start()
+        atexit.register(self.stop)
         return self
 
     def stop(self) -> None:
+        """This rank ended (its process exits): it no longer holds the lease up, nor lets it lapse. A killed rank
+        never gets here, and its last heartbeat ages until the lease is lost."""
         self._stop.set()
+        self.table.forget(self.job_id, self.rank)
 
 
 def start_from_env() -> Heartbeat | None:

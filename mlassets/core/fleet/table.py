@@ -104,6 +104,10 @@ class FleetTable:
             rows = db.execute("SELECT * FROM heartbeats WHERE job_id = ? ORDER BY rank", (job_id,)).fetchall()
         return [dict(r) for r in rows]
 
+    def forget(self, job_id: int, rank: int) -> None:
+        with self._db() as db:
+            db.execute("DELETE FROM heartbeats WHERE job_id = ? AND rank = ?", (job_id, rank))
+
     def clear_heartbeats(self, job_id: int) -> None:
         with self._db() as db:
             db.execute("DELETE FROM heartbeats WHERE job_id = ?", (job_id,))

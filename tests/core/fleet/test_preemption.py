@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -61,17 +63,25 @@ def _until(sched: Scheduler, predicate, timeout: float = 240.0) -> None:
     raise AssertionError(f"not reached: {sched.table.jobs()}")
 
 
-@pytest.mark.parametrize("nproc", [1, 2])
-def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, tmp_path: Path, nproc: int) -> None:
-    reference = _job(data, tmp_path / "reference", nproc=nproc)
-    if nproc == 1:
-        run_training(reference, PrintReporter(stream=io.StringIO()))
-    else:
-        import subprocess
+@pytest.fixture(scope="module")
+def references(data, tmp_path_factory: pytest.TempPathFactory) -> dict[int, str]:
+    """The final weights' sha256 of runs never preempted, by rank count."""
+    shas = {}
+    for nproc in (1, 2):
+        reference = _job(data, tmp_path_factory.mktemp(f"reference{nproc}"), nproc=nproc)
+        if nproc == 1:
+            run_training(reference, PrintReporter(stream=io.StringIO()))
+        else:
+            proc = subprocess.run(train_command(nproc, Path(reference.out_dir) / "job.json"), env=_env(),
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        shas[nproc] = read_result(reference.out_dir).final_weights_sha256
+    return shas
 
-        proc = subprocess.run(train_command(nproc, Path(reference.out_dir) / "job.json"), env=_env(),
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, references, tmp_path: Path,
+                                                                      nproc: int) -> None:
     batch = _job(data, tmp_path / "batch", nproc=nproc, faults={"slow_loader_ms": 150})
     sched = Scheduler(parse_fleet(FLEET), FleetTable(tmp_path / "fleet.db"), _env())
     try:
@@ -96,5 +106,34 @@ def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, tmp_
         sched.close()
     result = read_result(batch.out_dir)
     assert result.resumed_from_step == step
-    assert result.final_weights_sha256 == read_result(reference.out_dir).final_weights_sha256
+    assert result.final_weights_sha256 == references[nproc]
     assert [e["kind"] for e in view(sched.table, sched.fleet).events] == ["preempted"]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_one_frozen_rank_of_two_loses_the_lease_and_the_run_resumes_to_the_same_weights(data, references,
+                                                                                      tmp_path: Path) -> None:
+    batch = _job(data, tmp_path / "batch", nproc=2, faults={"slow_loader_ms": 150})
+    fleet = parse_fleet({**FLEET, "lease": {"seconds": 8, "heartbeat_s": 0.2}})
+    sched = Scheduler(fleet, FleetTable(tmp_path / "fleet.db"), _env())
+    try:
+        spec = job_spec(parse_config(batch.config), {"team": "research"})
+        job_id = submit(sched.table, fleet, "batch", spec, train_command(2, Path(batch.out_dir) / "job.json"),
+                        batch.out_dir)[0]
+        _until(sched, lambda: max((b["step"] for b in sched.table.heartbeats(job_id)), default=0) >= 5)
+        (rank1,) = [p for p in _children(sched.table.job(job_id)["pid"])
+                    if "RANK=1\0" in Path(f"/proc/{p}/environ").read_text(errors="replace")]
+        os.kill(rank1, signal.SIGSTOP)  # rank 0 keeps beating (and waits in its all-reduce); rank 1 is frozen
+        _until(sched, lambda: any(e["kind"] == "lease-lost" for e in sched.table.events()))
+        assert not Path(f"/proc/{rank1}").exists() or "State:\tZ" in Path(f"/proc/{rank1}/status").read_text()
+        (event,) = sched.table.events()
+        assert event["lost_steps"] <= TRAINING["checkpoint_every_steps"]  # at most the steps since the checkpoint
+        _until(sched, lambda: sched.table.job(job_id)["state"] == "done")
+        assert sched.table.job(job_id)["attempts"] == 2, sched.table.events()
+    finally:
+        sched.close()
+    result = read_result(batch.out_dir)
+    assert result.resumed_from_step > 0 and result.final_weights_sha256 == references[2]
