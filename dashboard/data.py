@@ -291,3 +291,16 @@ def class_table(evaluation: Any) -> pd.DataFrame:
     """Multiclass: one row per class (holdout rows, whether each model knows it, precision, recall, F1); else
     empty."""
     return evaluation.class_frame()
+
+
+def fleet() -> tuple[Any, Any] | None:
+    """The shared GPU fleet (its config and ``FleetView``) from the lease table, as ``mlassets fleet`` shows it;
+    None before any job was submitted (nothing is created here)."""
+    from mlassets.core.fleet.config import load_fleet
+    from mlassets.core.fleet.service import fleet_table, view
+
+    db = home() / "fleet.db"
+    if not db.is_file():
+        return None
+    config = load_fleet()
+    return config, view(fleet_table(db), config)

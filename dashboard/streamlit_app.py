@@ -36,6 +36,7 @@ navigation = st.navigation({
     "Planning and serving": [
         st.Page(PAGES / "capacity.py", title="Capacity planner", url_path="capacity"),
         st.Page(PAGES / "serving.py", title="Serving latency", url_path="serving"),
+        st.Page(PAGES / "fleet.py", title="GPU fleet", url_path="fleet"),
     ],
 })
 navigation.run()

@@ -12,6 +12,7 @@ import warnings
 from mlassets.cli.data import add_commands as add_data_commands
 from mlassets.cli.diagnose import add_parser as add_diagnose
 from mlassets.cli.doctor import add_parser as add_doctor
+from mlassets.cli.fleet import add_parser as add_fleet
 from mlassets.cli.prune_work import add_parser as add_prune
 from mlassets.cli.rebuild import add_parser as add_rebuild
 from mlassets.cli.registry import add_commands
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor(sub)
     add_diagnose(sub)
     add_serve(sub)
+    add_fleet(sub)
     return parser
 
 

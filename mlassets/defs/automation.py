@@ -48,7 +48,10 @@ def version_tags(cfg: PipelineConfig, version: str, partitions: list[str] | None
 
     store = store or open_store()
     commit = resolve_key(store, cfg, version)
-    return {**version_run_tags(cfg, commit, store, partitions=partitions), SERIAL_TAG: cfg.dataset.name}
+    from mlassets.defs.fleet import fleet_run_tags
+
+    return {**version_run_tags(cfg, commit, store, partitions=partitions), SERIAL_TAG: cfg.dataset.name,
+            **fleet_run_tags(cfg)}  # the job spec and its queue priority
 
 
 def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:

@@ -137,7 +137,10 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     register(cfg)
     store = open_store()
     commit = resolve_key(store, cfg, key)
-    tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {})}
+    from mlassets.defs.fleet import fleet_run_tags
+
+    tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {}),
+            **fleet_run_tags(cfg)}  # the job spec and its queue priority
     with only_run(instance, cfg, commit):
         found = existing_candidate(cfg, commit)
         if found is not None and not again:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.job import FleetJobConfig
 from mlassets.core.config.serving import ServingConfig
 
 MISSING_VALUES = ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A")  # read as missing
@@ -274,6 +275,7 @@ class PipelineConfig:
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     tuning: TuningConfig = field(default_factory=TuningConfig)
     serving: ServingConfig = field(default_factory=ServingConfig)
+    fleet: FleetJobConfig = field(default_factory=FleetJobConfig)  # the job spec on a shared GPU fleet
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

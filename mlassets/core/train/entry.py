@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-version", default="local", help="recorded data version, with --config")
     args = parser.parse_args(argv)
     die_with_launcher()
+    from mlassets.core.fleet.heartbeat import start_from_env
+    from mlassets.core.train.preempt import PREEMPTED_EXIT, Preempted
+
+    start_from_env()  # under the fleet: this rank renews its job's lease until the process has ended
     job: TrainJob | None = None
     try:
         job = _job(args)
@@ -84,6 +88,9 @@ def main(argv: list[str] | None = None) -> None:
         result = family.train(job, PrintReporter(), hard_crash=True)
         if result is not None:
             print(json.dumps(result.summary(), sort_keys=True))
+    except Preempted as exc:
+        print(f"training {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(PREEMPTED_EXIT) from None
     except Exception as exc:
         from mlassets.core.train.failure import record_failure
 

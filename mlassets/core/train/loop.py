@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.fleet import heartbeat
 from mlassets.core.train import distributed as dd
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.budget import BudgetProbe
@@ -22,6 +23,7 @@ from mlassets.core.train.faults import Faults
 from mlassets.core.train.loader import TabularData, build_loader
 from mlassets.core.train.metrics import MetricsSink
 from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_losses
+from mlassets.core.train.preempt import Preempted, PreemptionFlag
 from mlassets.core.train.profiling import start_profiler
 from mlassets.core.train.state import Progress, capture, load_model_weights, restore, resume_key
 from mlassets.core.train.stream import StreamData
@@ -77,6 +79,7 @@ class Trainer:
         self._last_save = time.monotonic()
         self.loop_seconds = self.validation_seconds = 0.0
         self.budget = BudgetProbe(tr, self.total_steps, out_dir, env, force_budget)
+        self.preemption, self._saved_step = PreemptionFlag(), -1  # SIGTERM under the fleet: checkpoint, exit
 
     def _warm_start(self, bundle_dir: str) -> None:
         state, kept = self.family.warm_start(load_bundle(bundle_dir), self.data.pre, self.module)
@@ -97,6 +100,7 @@ class Trainer:
         self._loss.fill_(self.progress.loss_sum)
         self.steps.resume(step)
         self.resumed_from = step
+        heartbeat.note(checkpoint_step=step)
         self.log(f"resumed from checkpoint {path.name}: step {step}, epoch {self.progress.epoch}")
 
     def fit(self) -> None:
@@ -110,11 +114,20 @@ class Trainer:
             if self.sampler.epoch != epoch:
                 raise RuntimeError(f"data loader is at epoch {self.sampler.epoch}, the run at {epoch}")
             while self.sampler.position < len(self.sampler):
+                if self.preemption.requested(self.env):
+                    self._preempt()
                 self._step(batches, epoch)
             self._end_epoch(epoch)
         if self.profiler is not None:
             self.profiler.stop()
         self.checkpointer.wait()
+
+    def _preempt(self) -> None:
+        """The full-state checkpoint of this step (unless it is written already), then end as preempted."""
+        if self.progress.step and self._saved_step != self.progress.step:
+            self._save(None)
+        self.checkpointer.wait()
+        raise Preempted(self.progress.step)
 
     def _step(self, batches: Iterator[tuple[torch.Tensor, ...]], epoch: int) -> None:
         env, timer, progress = self.env, self.timer, self.progress
@@ -149,6 +162,7 @@ class Trainer:
         gpu_wait = fence[0].elapsed_time(fence[1]) / 1000 if fence else 0.0  # the GPU waited for the copy
         progress.step += 1
         progress.mid_epoch = True
+        heartbeat.note(step=progress.step)
         last = self.sampler.position == len(self.sampler)
         if not last and self._due():
             self._save(None)
@@ -197,6 +211,8 @@ class Trainer:
         self.checkpointer.save(self.progress.step, tensors, rank_state, meta)
         self.steps.flush()
         self._last_save = time.monotonic()
+        self._saved_step = self.progress.step
+        heartbeat.note(checkpoint_step=self.progress.step)
 
     def _publish(self) -> None:
         """Periodic aggregates of the last window of steps (rank 0's view plus the slowest rank)."""

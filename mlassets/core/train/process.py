@@ -36,6 +36,7 @@ from mlassets.core.train.job import TrainJob
 from mlassets.core.train.loader import TabularData, load_training_data
 from mlassets.core.train.loop import Trainer
 from mlassets.core.train.metrics import open_sink
+from mlassets.core.train.preempt import Preempted, record_preemption
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
 
@@ -126,6 +127,11 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
                     print(f"training crashed: {exc}", file=sys.stderr, flush=True)
                     os._exit(CRASH_EXIT)
                 trainer.checkpointer.abandon(wait=True)  # in-process: the save in flight never becomes valid
+                raise
+            except Preempted as exc:
+                if env.is_main:
+                    record_preemption(out_dir, exc.step)
+                    log(str(exc))
                 raise
             outcome = trainer.finish()
         result = _outputs(job, data, trainer, outcome, env, started) if env.is_main else None

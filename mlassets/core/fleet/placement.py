@@ -1,0 +1,57 @@
+"""Where a queued job goes: the order of the queue, a pool with free GPUs (spot first), the team's quota, and the
+preemptible jobs that would have to stop for it. Pure functions of the fleet and the lease table's rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlassets.core.fleet.config import FleetConfig
+from mlassets.core.fleet.table import ACTIVE
+
+
+def queue_order(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Queued jobs, highest priority first, then first come first served (Dagster's run queue order)."""
+    return sorted((j for j in jobs if j["state"] == "queued"), key=lambda j: (-j["priority_value"], j["submitted"],
+                                                                             j["id"]))
+
+
+def pools_for(fleet: FleetConfig, capacity: str) -> list[str]:
+    order = {"spot": 0, "on-demand": 1}
+    names = [n for n, p in fleet.pools.items() if capacity in ("spot-first", p.capacity)]
+    return sorted(names, key=lambda n: order[fleet.pools[n].capacity])
+
+
+def free_gpus(fleet: FleetConfig, jobs: list[dict[str, Any]]) -> dict[str, int]:
+    used = {name: 0 for name in fleet.pools}
+    for j in jobs:
+        if j["state"] in ACTIVE and j["pool"] in used:
+            used[j["pool"]] += j["gpus"]
+    return {name: fleet.pools[name].gpus - used[name] for name in fleet.pools}
+
+
+def team_gpus(jobs: list[dict[str, Any]], team: str) -> int:
+    return sum(j["gpus"] for j in jobs if j["state"] in ACTIVE and j["team"] == team)
+
+
+def victims(fleet: FleetConfig, job: dict[str, Any], jobs: list[dict[str, Any]], free: dict[str, int]
+            ) -> tuple[str, list[dict[str, Any]]] | None:
+    """The pool and the fewest running jobs to preempt there for ``job``: preemptible, of a class its class may
+    preempt, lowest priority first, then the most recently started (it has the least to lose)."""
+    may = set(fleet.priority_classes[job["priority"]].preempts)
+    for pool in pools_for(fleet, job["capacity"]):
+        stoppable = sorted((j for j in jobs if j["state"] == "running" and j["pool"] == pool and j["preemptible"]
+                            and j["priority"] in may), key=lambda j: (j["priority_value"], -(j["started"] or 0)))
+        chosen, gained = [], free[pool] + sum(j["gpus"] for j in jobs if j["state"] == "stopping" and j["pool"] == pool)
+        for j in stoppable:
+            if gained >= job["gpus"]:
+                break
+            chosen.append(j)
+            gained += j["gpus"]
+        if gained >= job["gpus"]:
+            return pool, chosen
+    return None
+
+
+def waiting_reason(fleet: FleetConfig, job: dict[str, Any], free: dict[str, int]) -> str:
+    pools = ", ".join(f"{n} {free[n]}/{fleet.pools[n].gpus}" for n in pools_for(fleet, job["capacity"]))
+    return f"waits for {job['gpus']} free GPUs of capacity {job['capacity']} (free: {pools})"

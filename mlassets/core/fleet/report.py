@@ -1,0 +1,44 @@
+"""The fleet as text: the queue with positions and reasons, leases with their last heartbeat, GPUs per team against
+quota, spend against budget, and the preemptions and lost leases with the work each lost (``mlassets fleet``)."""
+
+from __future__ import annotations
+
+from mlassets.core.fleet.admission import money
+from mlassets.core.fleet.config import FleetConfig
+from mlassets.core.fleet.service import FleetView
+
+
+def format_view(v: FleetView, fleet: FleetConfig) -> str:
+    lines = ["queue:"] + [f"  #{q['position']} job {q['id']} {q['name']} ({q['team']}, {q['priority']}, "
+                          f"{q['gpus']} GPUs): {q['reason'] or 'next tick'}" for q in v.queue]
+    if not v.queue:
+        lines.append("  (empty)")
+    lines.append("leases:")
+    for lease in v.leases:
+        beat = "no heartbeat yet" if lease["last_heartbeat_s"] is None else \
+            f"last heartbeat {lease['last_heartbeat_s']:.1f} s ago from {lease['ranks_beating']} rank(s)"
+        lines.append(f"  job {lease['id']} {lease['name']} ({lease['team']}): {lease['gpus']} GPUs of {lease['pool']}, "
+                     f"{lease['state']}, {beat}; step {lease['step']}, checkpoint at step {lease['checkpoint_step']}")
+    if not v.leases:
+        lines.append("  (none)")
+    lines.append("teams:")
+    for t in v.teams:
+        lines.append(f"  {t['team']}: {t['gpus_in_use']} of {t['gpu_quota']} GPUs; spent {money(fleet, t['spent'])}, "
+                     f"reserved {money(fleet, t['reserved'])} of {money(fleet, t['budget'])}")
+    lines.append("preemptions and lost leases:")
+    for e in v.events:
+        lines.append(f"  job {e['job_id']}: {e['kind']} ({e['detail']}), lost {e['lost_steps']} steps")
+    if not v.events:
+        lines.append("  (none)")
+    done = [j for j in v.jobs if j["state"] in ("done", "failed", "refused", "stopped")]
+    lines.append("finished:")
+    for j in done:
+        if j["state"] == "refused":  # the reason says it
+            lines.append(f"  job {j['id']} {j['name']} ({j['team']}): {j['reason']}")
+            continue
+        lines.append(f"  job {j['id']} {j['name']} ({j['team']}): {j['state']}"
+                     + (f" after {j['attempts']} attempt(s)" if j["attempts"] else "")
+                     + (f": {j['reason']}" if j["reason"] else ""))
+    if not done:
+        lines.append("  (none)")
+    return "\n".join(lines)

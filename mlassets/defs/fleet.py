@@ -1,0 +1,38 @@
+"""The fleet on Dagster's own run queue: a run carries its job spec as tags (``mlassets/fleet.*``, ``mlassets/team``)
+and its priority class as ``dagster/priority`` (the queue dequeues higher first); the queue caps each team's runs
+with one ``tag_concurrency_limits`` entry per team (``queue_config``). What the queue cannot say (one run holding
+several GPU slots, stopping a running run for an urgent one) is ``mlassets.core.fleet.scheduler``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlassets.core.config import ConfigError, PipelineConfig
+from mlassets.core.fleet.config import FleetConfig, load_fleet
+from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, job_spec
+
+
+def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dict[str, str]:
+    """The run's job spec as tags; ``dagster/priority`` from its class when the fleet knows the class."""
+    try:
+        fleet = fleet or load_fleet()
+    except ConfigError:
+        fleet = None  # a broken fleet.yaml is named by `mlassets fleet`; the run keeps its spec tags
+    spec = job_spec(cfg)
+    known = fleet is not None and spec.priority in fleet.priority_classes
+    tags = spec.tags(fleet if known else None)
+    if not known:
+        tags.pop(PRIORITY_TAG, None)
+    return tags
+
+
+def recorded_tags(run_tags: dict[str, str]) -> dict[str, str]:
+    """The job spec tags of a Dagster run, for its MLflow run (so the registered model records them)."""
+    return {k: v for k, v in run_tags.items() if k.startswith(TAG) or k in (TEAM_TAG, PRIORITY_TAG)}
+
+
+def queue_config(fleet: FleetConfig) -> dict[str, Any]:
+    """The ``concurrency.runs`` section of a dagster.yaml: each team's runs at most its GPU quota (a run takes at
+    least one GPU; the GPUs a run holds beyond one are counted by the fleet's lease table)."""
+    limits = [{"key": TEAM_TAG, "value": team, "limit": spec.gpu_quota} for team, spec in fleet.teams.items()]
+    return {"concurrency": {"runs": {"tag_concurrency_limits": limits}}}
