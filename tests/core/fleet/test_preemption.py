@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from mlassets.core.train.launch import train_command
 from mlassets.core.train.process import read_result, run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from tests.core.fleet.ticks import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[3]
@@ -53,16 +53,6 @@ def _job(data: tuple[Path, Path], out: Path, **training: object) -> TrainJob:
     return job
 
 
-def _until(sched: Scheduler, predicate, timeout: float = 240.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sched.tick()
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not reached: {sched.table.jobs()}")
-
-
 @pytest.fixture(scope="module")
 def references(data, tmp_path_factory: pytest.TempPathFactory) -> dict[int, str]:
     """The final weights' sha256 of runs never preempted, by rank count."""
@@ -88,19 +78,19 @@ def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, refe
         spec = job_spec(parse_config(batch.config), {"team": "research", "gpus_per_rank": 2 // nproc})
         command = train_command(nproc, Path(batch.out_dir) / "job.json")
         batch_id = submit(sched.table, sched.fleet, "batch", spec, command, batch.out_dir)[0]
-        _until(sched, lambda: max((b["step"] for b in sched.table.heartbeats(batch_id)), default=0) >= 5)
+        until(sched, lambda: max((b["step"] for b in sched.table.heartbeats(batch_id)), default=0) >= 5)
         urgent_spec = job_spec(parse_config(batch.config), {"team": "product", "priority": "urgent", "ranks": 2,
                                                             "gpus_per_rank": 1, "preemptible": False})
         urgent_id = submit(sched.table, sched.fleet, "urgent", urgent_spec, [sys.executable, "-c", URGENT])[0]
         sched.tick()
         assert sched.table.job(batch_id)["state"] == "stopping"
-        _until(sched, lambda: sched.table.job(urgent_id)["state"] in ("running", "done"))
+        until(sched, lambda: sched.table.job(urgent_id)["state"] in ("running", "done"))
         (event,) = [e for e in sched.table.events() if e["kind"] == "preempted"]
         assert event["job_id"] == batch_id and event["lost_steps"] == 0  # the checkpoint of the step it was at
         step = int(event["detail"].rsplit(" ", 1)[1])
         assert 5 <= step < 16 and (Path(batch.out_dir) / "checkpoints" / f"step-{step:09d}").is_dir()
         assert sched.table.job(batch_id)["state"] in ("queued", "running")  # requeued, not failed
-        _until(sched, lambda: sched.table.job(batch_id)["state"] == "done")
+        until(sched, lambda: sched.table.job(batch_id)["state"] == "done")
         assert sched.table.job(batch_id)["attempts"] == 2 and sched.table.job(urgent_id)["state"] == "done"
     finally:
         sched.close()
@@ -123,15 +113,15 @@ def test_one_frozen_rank_of_two_loses_the_lease_and_the_run_resumes_to_the_same_
         spec = job_spec(parse_config(batch.config), {"team": "research"})
         job_id = submit(sched.table, fleet, "batch", spec, train_command(2, Path(batch.out_dir) / "job.json"),
                         batch.out_dir)[0]
-        _until(sched, lambda: max((b["step"] for b in sched.table.heartbeats(job_id)), default=0) >= 5)
+        until(sched, lambda: max((b["step"] for b in sched.table.heartbeats(job_id)), default=0) >= 5)
         (rank1,) = [p for p in _children(sched.table.job(job_id)["pid"])
                     if "RANK=1\0" in Path(f"/proc/{p}/environ").read_text(errors="replace")]
         os.kill(rank1, signal.SIGSTOP)  # rank 0 keeps beating (and waits in its all-reduce); rank 1 is frozen
-        _until(sched, lambda: any(e["kind"] == "lease-lost" for e in sched.table.events()))
+        until(sched, lambda: any(e["kind"] == "lease-lost" for e in sched.table.events()))
         assert not Path(f"/proc/{rank1}").exists() or "State:\tZ" in Path(f"/proc/{rank1}/status").read_text()
         (event,) = sched.table.events()
         assert event["lost_steps"] <= TRAINING["checkpoint_every_steps"]  # at most the steps since the checkpoint
-        _until(sched, lambda: sched.table.job(job_id)["state"] == "done")
+        until(sched, lambda: sched.table.job(job_id)["state"] == "done")
         assert sched.table.job(job_id)["attempts"] == 2, sched.table.events()
     finally:
         sched.close()

@@ -19,6 +19,7 @@ from mlassets.core.fleet.scheduler import Scheduler
 from mlassets.core.fleet.service import submit, view
 from mlassets.core.fleet.spec import job_spec
 from mlassets.core.fleet.table import ACTIVE, FleetTable
+from tests.core.fleet.ticks import until
 
 REPO = Path(__file__).resolve().parents[3]
 # A fake rank: heartbeats through the same module as a training rank, counts steps, never checkpoints.
@@ -52,16 +53,6 @@ def _submit(sched, name: str, **over) -> int:
     return job_id
 
 
-def _until(sched, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sched.tick()
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not reached: {sched.table.jobs()}")
-
-
 def _beat_step(sched, job_id: int) -> int:
     return max((b["step"] for b in sched.table.heartbeats(job_id)), default=0)
 
@@ -87,13 +78,13 @@ def test_a_burst_from_two_teams_never_exceeds_quotas_and_waits_with_reasons(sche
 
 def test_an_urgent_job_preempts_the_lowest_priority_job_and_it_is_requeued(sched) -> None:
     batch = [_submit(sched, f"b{i}", team="research", ranks=2) for i in range(2)]
-    _until(sched, lambda: all(_state(sched, b) == "running" and _beat_step(sched, b) > 0 for b in batch))
+    until(sched, lambda: all(_state(sched, b) == "running" and _beat_step(sched, b) > 0 for b in batch))
     urgent = _submit(sched, "u", team="product", ranks=2, priority="urgent", preemptible=False)
     sched.tick()
     stopping = [b for b in batch if _state(sched, b) == "stopping"]
     assert len(stopping) == 1  # two GPUs needed, one batch job of two GPUs stops
     assert "being freed by preempting job(s)" in sched.table.job(urgent)["reason"]
-    _until(sched, lambda: _state(sched, urgent) == "running")
+    until(sched, lambda: _state(sched, urgent) == "running")
     victim = sched.table.job(stopping[0])
     assert victim["state"] == "queued" and victim["attempts"] == 1
     (event,) = [e for e in sched.table.events() if e["kind"] == "preempted"]
@@ -105,11 +96,11 @@ def test_a_frozen_rank_loses_its_lease_its_gpus_are_released_and_it_is_requeued(
     job = _submit(sched, "frozen", team="research", ranks=2)
     _submit(sched, "other", team="research", ranks=2)
     waiting = _submit(sched, "next", team="product", ranks=2)
-    _until(sched, lambda: _state(sched, job) == "running" and _beat_step(sched, job) > 0)
+    until(sched, lambda: _state(sched, job) == "running" and _beat_step(sched, job) > 0)
     pid = sched.table.job(job)["pid"]
     os.kill(pid, signal.SIGSTOP)
     stopped_at = time.monotonic()
-    _until(sched, lambda: any(e["kind"] == "lease-lost" for e in sched.table.events()))
+    until(sched, lambda: any(e["kind"] == "lease-lost" for e in sched.table.events()))
     took = time.monotonic() - stopped_at
     (event,) = [e for e in sched.table.events() if e["kind"] == "lease-lost"]
     assert event["job_id"] == job and event["lost_steps"] > 0
@@ -124,8 +115,8 @@ def test_a_frozen_rank_loses_its_lease_its_gpus_are_released_and_it_is_requeued(
 
 def test_an_overrun_is_warned_then_stopped(sched, fleet) -> None:
     job = _submit(sched, "long", team="research", ranks=1, expected_minutes=0.01)  # 0.6 s
-    _until(sched, lambda: any(e["kind"] == "overrun-warning" for e in sched.table.events()))
-    _until(sched, lambda: _state(sched, job) == "stopped")
+    until(sched, lambda: any(e["kind"] == "overrun-warning" for e in sched.table.events()))
+    until(sched, lambda: _state(sched, job) == "stopped")
     assert "overrun; stopped" in sched.table.job(job)["reason"]
     assert [e["kind"] for e in sched.table.events()] == ["overrun-warning", "overrun"]
 
@@ -133,5 +124,5 @@ def test_an_overrun_is_warned_then_stopped(sched, fleet) -> None:
 def test_a_slow_start_is_not_a_lost_lease(sched, fleet) -> None:
     slow = "import time; time.sleep(6)\n" + FAKE  # longer than the 5 s lease before the first heartbeat
     job_id, _ = submit(sched.table, fleet, "slow", _spec(team="research"), [sys.executable, "-c", slow])
-    _until(sched, lambda: _beat_step(sched, job_id) > 0)
+    until(sched, lambda: _beat_step(sched, job_id) > 0)
     assert sched.table.job(job_id)["attempts"] == 1 and sched.table.events() == []
