@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections import Counter
 from pathlib import Path
 
 import dagster as dg
@@ -112,10 +113,14 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     registered = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(["sales", "registered_model"])), limit=100).records
     assert sorted({r.partition_key for r in registered}) == sorted(keys)  # 20 gate decisions, each registered
-    checks = [e for r in runs for e in instance.get_records_for_run(
+    decided = Counter(r.tags["dagster/partition"] for r in runs for e in instance.get_records_for_run(
         r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
-        if e.event_log_entry.dagster_event.event_specific_data.check_name == "gate_passed"]
-    assert len(checks) == VERSIONS
+        if e.event_log_entry.dagster_event.event_specific_data.check_name == "gate_passed")
+    assert sorted(decided) == sorted(keys)  # every version's gate decided
+    # once each; only the run the crash interrupted may have decided and then been retried from its unfinished step
+    twice = {key: n for key, n in decided.items() if n > 1}
+    assert not twice or (twice == {in_flight.tags["dagster/partition"]: 2}
+                         and "dagster/auto_retry_run_id" in finished.tags), twice
     messages = " ".join((e.message or "") for r in runs for e in instance.all_logs(r.run_id)) + log.read_text()
     assert "database is locked" not in messages and "deadlock detected" not in messages
     stored, changed, copies = _raw_bytes(store, raw_repo(cfg), commits)
