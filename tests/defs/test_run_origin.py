@@ -16,7 +16,7 @@ def _one() -> int:
     return 1
 
 
-@dg.job
+@dg.job(executor_def=dg.in_process_executor)  # what is asserted is the run record, not a child process
 def tiny() -> None:
     _one()
 
