@@ -3,10 +3,12 @@
 ``POST /invocations`` speaks MLflow's scoring protocol (``dataframe_split``/``dataframe_records`` in,
 ``{"predictions": [...]}`` out, so an ``mlflow models serve`` client works unchanged); ``POST /predict`` takes
 ``{"rows": [...]}``. Both answer the model's name and version, and the trace id (also the ``x-trace-id`` header).
+During an online test (``serving.online``) a canary answers its share of requests; ``GET /online`` shows the test.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -24,7 +26,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from mlassets.core.config.serving import ServingConfig
 from mlassets.core.train.outputs import class_frame
 from mlassets.serve import rows
-from mlassets.serve.batcher import Batcher
+from mlassets.serve.batcher import Batcher, Stopped
+from mlassets.serve.online import Online, fixed
 from mlassets.serve.swap import Champion
 from mlassets.serve.telemetry import Metrics, RequestTrace
 
@@ -69,6 +72,9 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
     metrics = Metrics()
     batcher = Batcher(forward(champion), settings.max_batch_size, settings.batch_wait_ms, settings.batching,
                       on_batch=metrics.batch)
+    tests = Online(champion.name, settings.online, lambda model: forward(fixed(model)), settings.max_batch_size,
+                   settings.batch_wait_ms if settings.batching else 0.0, metrics)
+    champion.pollers.append(tests.poll)
     champion.on_swap = lambda outcome, _message: metrics.swaps.labels(outcome).inc()
     metrics.version.labels(champion.name).set(float(champion.current.version))
     client = httpx.AsyncClient(timeout=settings.downstream_timeout_ms / 1000) if settings.downstream_url else None
@@ -76,19 +82,21 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         batcher.start()
+        tests.loop = asyncio.get_running_loop()
         if poll:
             champion.start(settings.swap_poll_s)
         try:
             yield
         finally:
             champion.stop()
+            await tests.stop()
             await batcher.stop()
             if client is not None:
                 await client.aclose()
 
     app = FastAPI(title=f"mlassets serve {champion.name}", lifespan=lifespan, docs_url=None, redoc_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})  # our own spans, one root each
-    app.state.batcher, app.state.champion, app.state.metrics = batcher, champion, metrics
+    app.state.batcher, app.state.champion, app.state.metrics, app.state.online = batcher, champion, metrics, tests
 
     async def score(request: Request, route: str, parse: Callable[[Any], list]) -> Response:
         start = time.time_ns()
@@ -96,7 +104,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         headers = {TRACE_HEADER: span.trace_id}
         status, answer, content = 200, {}, b""
         batcher.arriving += 1
-        queued = False
+        queued, variant = False, "champion"
         try:
             if request.headers.get("content-type", "application/json").split(";")[0].strip() != "application/json":
                 raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
@@ -106,7 +114,29 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             batcher.arriving -= 1
             queued = True
             metrics.queue_depth.set(batcher.depth + 1)
-            predicted, version, queued_ns, timing = await batcher.submit(frame)
+            run = tests.running  # read once: the test may end while this request runs
+            predicted = None
+            if run is not None and run.variant == "canary" and run.take():
+                try:
+                    predicted, version, queued_ns, timing = await run.batcher.submit(frame)
+                    tests.scored(run, "candidate", queued_ns, timing.done_ns, predicted)
+                    variant = "canary"
+                except Stopped:  # the test ended while this request waited: the champion answers it
+                    pass
+                except Exception:  # noqa: BLE001 - counted against the canary; the champion answers instead
+                    LOG.exception("canary v%s failed on trace %s", run.test.candidate, span.trace_id)
+                    tests.failed(run, "candidate")
+            if predicted is None:
+                try:
+                    predicted, version, queued_ns, timing = await batcher.submit(frame)
+                except Exception:
+                    if run is not None:
+                        tests.failed(run, "champion")
+                    raise
+                if run is not None:
+                    tests.scored(run, "champion", queued_ns, timing.done_ns, predicted)
+                    if run.variant == "shadow":
+                        tests.shadow(run, frame)
             span.stage("preprocessing", start, queued_ns, rows=len(frame))
             span.batch(queued_ns, timing)
             answer = {"predictions": _jsonable(predicted), "model": champion.name, "version": version,
@@ -138,9 +168,9 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         if status != 200:
             content = json.dumps(answer).encode()
         end = time.time_ns()
-        span.end(end, status=status)
-        metrics.requests.labels(route, str(status)).inc()
-        metrics.latency.labels(route).observe((end - start) / 1e9)
+        span.end(end, status=status, variant=variant)
+        metrics.requests.labels(route, str(status), variant).inc()
+        metrics.latency.labels(route, variant).observe((end - start) / 1e9)
         return Response(content, status, headers, media_type="application/json")
 
     @app.post("/invocations")
@@ -161,6 +191,10 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         ok = batcher.running
         return JSONResponse({"ready": ok, "model": model.name, "version": model.version, "basis": model.basis,
                              "columns": schema.columns}, 200 if ok else 503)
+
+    @app.get("/online")
+    async def online_test() -> dict[str, Any]:
+        return tests.state()
 
     @app.get("/metrics")
     async def prometheus() -> Response:

@@ -40,6 +40,10 @@ class _Job:
 Runner = Callable[[pd.DataFrame], tuple[Any, int, str]]
 
 
+class Stopped(RuntimeError):
+    """The batcher stopped before this request's pass ran (an online test's candidate that was dropped)."""
+
+
 class Batcher:
     """Merges submitted frames into forward passes on one worker thread (the event loop stays free)."""
 
@@ -49,6 +53,7 @@ class Batcher:
         self.on_batch = on_batch
         self.arriving = 0  # requests admitted and being parsed: a batch waits for them (up to wait_ms)
         self._queue: deque[_Job] = deque()
+        self._inflight: list[_Job] = []
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mlassets-model")
@@ -69,6 +74,10 @@ class Batcher:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        for job in [*self._queue, *self._inflight]:  # nobody is left waiting on a pass that will not run
+            if not job.future.done():
+                job.future.set_exception(Stopped("the batcher stopped before this request's pass ran"))
+        self._queue.clear()
         self._pool.shutdown(wait=True)
 
     async def submit(self, frame: pd.DataFrame) -> tuple[Any, str, int, Timing]:
@@ -89,7 +98,9 @@ class Batcher:
             if self.enabled:
                 await self._gather()
             jobs = self._take()
+            self._inflight = jobs
             await self._run(jobs)
+            self._inflight = []
 
     async def _gather(self) -> None:
         """Wait for more requests while some are arriving, the batch has room, and the first may still wait."""

@@ -25,6 +25,7 @@ class Champion:
         self.current = model
         self.name = model.name
         self.on_swap = on_swap  # (outcome, message): "swapped" or "refused"
+        self.pollers: list[Callable[[], object]] = []  # run after each poll (the online test follows the log)
         self._refused: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -68,6 +69,11 @@ class Champion:
                     self.poll_once()
                 except Exception:  # noqa: BLE001 - the registry may be down a moment; the old model keeps serving
                     LOG.exception("champion poll of %s failed; v%s keeps serving", self.name, self.current.version)
+                for poller in self.pollers:
+                    try:
+                        poller()
+                    except Exception:  # noqa: BLE001 - as above: logged, the next poll tries again
+                        LOG.exception("online test poll of %s failed", self.name)
 
         self._thread = threading.Thread(target=loop, name="mlassets-champion-poll", daemon=True)
         self._thread.start()

@@ -2,7 +2,8 @@
 
 Spans of one request (``endpoint_request``) are laid end to end: ``preprocessing`` (body read, parsed, checked;
 then the batch's own preprocessing), ``batch_queue`` (queued until its forward pass starts), ``model``,
-``postprocessing`` and the optional ``downstream`` call, so their sum is the request's time.
+``postprocessing`` and the optional ``downstream`` call, so their sum is the request's time. The root's
+``variant`` says who answered (``champion`` or ``canary``); a shadow's scoring is a ``shadow_request`` of its own.
 """
 
 from __future__ import annotations
@@ -24,10 +25,15 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("mlassets_serving_requests", "Requests by route and status", ["route", "status"],
-                                registry=r)
-        self.latency = Histogram("mlassets_serving_request_seconds", "Request latency", ["route"],
+        self.requests = Counter("mlassets_serving_requests", "Requests by route, status and the variant that "
+                                "answered (champion, canary)", ["route", "status", "variant"], registry=r)
+        self.latency = Histogram("mlassets_serving_request_seconds", "Request latency", ["route", "variant"],
                                  buckets=_LATENCY_BUCKETS, registry=r)
+        self.scoring = Histogram("mlassets_serving_scoring_seconds", "Queued to scored, per variant during an "
+                                 "online test (champion, canary, shadow)", ["variant"], buckets=_LATENCY_BUCKETS,
+                                 registry=r)
+        self.variant_errors = Counter("mlassets_serving_variant_errors", "Failed forward passes per variant during "
+                                      "an online test", ["variant"], registry=r)
         self.queue_depth = Gauge("mlassets_serving_queue_depth", "Requests waiting for a forward pass", registry=r)
         self.batch_rows = Histogram("mlassets_serving_batch_rows", "Rows per forward pass", buckets=_BATCH_BUCKETS,
                                     registry=r)
@@ -45,8 +51,8 @@ class Metrics:
 class RequestTrace:
     """The spans of one request, opened at arrival; stages are added with their clock points (ns)."""
 
-    def __init__(self, start_ns: int, route: str) -> None:
-        self.root = _TRACER.start_span(ROOT, start_time=start_ns, attributes={"route": route})
+    def __init__(self, start_ns: int, route: str, root: str = ROOT) -> None:
+        self.root = _TRACER.start_span(root, start_time=start_ns, attributes={"route": route})
         self._ctx = trace.set_span_in_context(self.root)
 
     @property

@@ -200,7 +200,7 @@ class GateConfig:
     calibration_max_ece: float = 0.05  # binary and multiclass (top-label) tasks
     prediction_min: float | None = None  # none: the training target's range with a margin (evaluate.derived)
     prediction_max: float | None = None
-    promotion: Literal["auto", "manual"] = "auto"
+    promotion: Literal["auto", "manual", "online"] = "auto"  # online: a canary or shadow first (serving.online)
     small_slices: Literal["pass", "hold"] = "pass"  # slices below slice_min_rows are listed; hold: not promoted
 
     def __post_init__(self) -> None:

@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from mlassets.core.config._typed import ConfigError
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """The online test of ``gate.promotion: online``: a candidate that passed the offline gate answers a share
+    of the traffic (``canary``) or scores every request without answering (``shadow``) until ``min_requests``,
+    then it is promoted or rolled back by these limits against the champion over the same period."""
+
+    mode: Literal["canary", "shadow"] = "canary"
+    share: float = 0.1  # canary: the share of requests the candidate answers
+    min_requests: int = 200  # requests each variant scores before the rule decides
+    max_latency_ratio: float = 1.5  # the candidate's p95 scoring latency over the champion's
+    max_error_rate: float = 0.01  # the candidate's failed passes over its requests
+    max_prediction_shift: float = 0.25  # |mean difference| / the champion's std (multiclass: label share distance)
+    auto_decide: bool = True  # the endpoint decides by itself once min_requests is reached; false: the CLI does
+
+    def __post_init__(self) -> None:
+        if not 0 < self.share < 1:
+            raise ConfigError(f"serving.online.share: must be between 0 and 1 (exclusive), got {self.share}")
+        if self.min_requests < 1:
+            raise ConfigError(f"serving.online.min_requests: must be >= 1, got {self.min_requests}")
+        for name in ("max_latency_ratio", "max_prediction_shift"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"serving.online.{name}: must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ConfigError(f"serving.online.max_error_rate: must be between 0 and 1, got {self.max_error_rate}")
 
 
 @dataclass(frozen=True)
@@ -19,6 +46,7 @@ class ServingConfig:
     swap_poll_s: float = 2.0  # how often the promotion log is read for a new champion
     downstream_url: str = ""  # a URL each request waits on (a dependency, traced as its own span); "": none
     downstream_timeout_ms: float = 1000.0
+    online: OnlineConfig = field(default_factory=OnlineConfig)  # used when gate.promotion is online
 
     def __post_init__(self) -> None:
         for name in ("max_batch_size", "max_rows", "max_body_bytes"):

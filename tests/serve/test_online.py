@@ -1,0 +1,181 @@
+"""The online test on real servers on loopback and a real registry: a canary that meets the rule is promoted and
+the endpoint follows; a shifted one is rolled back and the champion stays; a shadow never answers; a candidate
+that fails the load checks is refused; every step is a row of the promotion log with its reason."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import mlflow
+import pytest
+import torch
+
+from mlassets.core import paths
+from mlassets.core.config.serving import OnlineConfig
+from mlassets.core.diagnose import spans
+from mlassets.core.registry import online, promote
+from mlassets.core.registry import versions as registry
+from mlassets.core.train import mlflow_model
+from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha256
+from mlassets.core.train.model import TabularMLP
+from mlassets.serve.cli import TRACE_FILE, build
+from tests.core.registry import test_promotion as shared
+from tests.serve.server import running
+
+reg = shared.reg
+Registry = shared.Registry
+FEATURES = [*shared.FLIGHTS.features.categorical, *shared.FLIGHTS.features.numeric]
+ROWS = {"rows": json.loads(shared.flights_rows(4, seed=3)[FEATURES].to_json(orient="records"))}
+RULE = OnlineConfig(share=0.25, min_requests=12, max_latency_ratio=1000.0)  # latency: the rule's own tests
+_SHIFTED: dict[str, str] = {}
+
+
+def _shifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """``(model_uri, weights)`` of a tiny model whose predictions sit 500 minutes above the shared one's."""
+    if not _SHIFTED:
+        torch.manual_seed(0)
+        base = shared.tiny_bundle()
+        model = TabularMLP(base.preprocessor.cardinalities, len(base.preprocessor.numeric), 2, [4], 0.0)
+        bundle = ModelBundle(model, base.preprocessor, base.model_config, "arr_delay", 505.0, 30.0)
+        folder = save_bundle(bundle, tmp_path_factory.mktemp("shifted") / "bundle")
+        shared.end_active_runs()
+        with mlflow.start_run():
+            uri = mlflow_model.log_model(folder)
+        registry.set_signature(uri, bundle, shared.flights_rows())
+        _SHIFTED.update(uri=uri, weights=weights_sha256(folder))
+    return _SHIFTED["uri"], _SHIFTED["weights"]
+
+
+def _send(base: str, stop: threading.Event, seen: list[tuple[int, str]]) -> threading.Thread:
+    def loop() -> None:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            while not stop.is_set():
+                answer = client.post("/predict", json=ROWS)
+                seen.append((answer.status_code, answer.json().get("version", answer.text)))
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def _until(condition, what: str, seconds: float = 90) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _actions(reg: Registry) -> list[tuple[str, str]]:
+    return [(e.action, e.to_version) for e in reg.log.entries(reg.name)]
+
+
+def _serve_until(reg: Registry, done, what: str, rule: OnlineConfig = RULE):  # noqa: ANN001, ANN202
+    """Requests flow through a real server until ``done()``; returns (answers, GET /online mid-test, metrics)."""
+    app = build(reg.name, "flights", swap_poll_s=0.1, online=rule)
+    seen: list[tuple[int, str]] = []
+    stop = threading.Event()
+    with running(app) as base:
+        thread = _send(base, stop, seen)
+        try:
+            _until(lambda: app.state.online.running is not None and len(seen) >= 4, "the test to start")
+            during = httpx.get(f"{base}/online").json()
+            _until(lambda: done(app), what)
+            count = len(seen)
+            _until(lambda: len(seen) >= count + 12, "requests after the decision")
+        finally:
+            stop.set()
+            thread.join(timeout=60)
+        metrics = httpx.get(f"{base}/metrics").text
+    failed = [s for s in seen if s[0] != 200]
+    assert not failed, failed[:3]
+    return [v for _, v in seen], during, metrics
+
+
+def test_a_canary_that_meets_the_rule_is_promoted_and_the_endpoint_follows(reg: Registry) -> None:
+    reg.add(True, True)
+    promote.promote(reg.name, "1")
+    started = online.start(reg.name, "2", "canary", who="tester")
+    assert registry.alias_version(reg.name, online.CANDIDATE).version == 2
+    assert promote.live_version(reg.name) == "1"  # a started test moves nothing
+    versions, during, metrics = _serve_until(reg, lambda app: app.state.champion.current.version == "2",
+                                            "the promotion and the swap")
+    assert _actions(reg) == [("promote", "1"), ("canary-start", "2"), ("promote", "2")]
+    row = reg.log.entries(reg.name)[-1]
+    assert row.from_version == "1" and row.reason.startswith("online test passed after ")
+    assert "prediction shift 0.000" in row.reason and row.who.startswith("mlassets serve on ")
+    assert started.reason == "gate passed; canary against v1"
+    assert during["test"]["candidate"] == "2" and during["test"]["mode"] == "canary"
+    first_two = versions.index("2")
+    assert "1" in versions[first_two:]  # the canary answered its share while v1 was champion ...
+    assert versions[-8:] == ["2"] * 8  # ... and after the promotion the endpoint serves v2 alone
+    assert 'variant="canary"' in metrics and registry.alias_version(reg.name, online.CANDIDATE) is None
+    assert {"champion", "canary"} <= {s["attributes"].get("variant") for s in _roots(spans.ENDPOINT)}
+
+
+def _roots(name: str) -> list[dict]:
+    lines = (paths.home() / TRACE_FILE).read_text().splitlines()
+    return [s for s in map(json.loads, lines) if s["name"] == name and not s["parent_id"]]
+
+
+def test_a_shifted_canary_is_rolled_back_and_the_champion_stays(
+        reg: Registry, tmp_path_factory: pytest.TempPathFactory) -> None:
+    uri, weights = _shifted(tmp_path_factory)
+    reg.add(True)
+    bad = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
+    promote.promote(reg.name, "1")
+    online.start(reg.name, bad, "canary")
+    versions, _during, _metrics = _serve_until(
+        reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK and app.state.online.running is None,
+        "the rollback")
+    assert _actions(reg) == [("promote", "1"), ("canary-start", bad), ("online-rollback", bad)]
+    reason = reg.log.entries(reg.name)[-1].reason
+    assert reason.startswith("online test failed after ") and "prediction shift" in reason
+    assert promote.live_version(reg.name) == "1" and bad in versions and versions[-8:] == ["1"] * 8
+    assert online.running(reg.name) is None and not reg.log.verify(reg.name)
+
+
+def test_a_shadow_scores_every_request_but_never_answers(
+        reg: Registry, tmp_path_factory: pytest.TempPathFactory) -> None:
+    uri, weights = _shifted(tmp_path_factory)
+    reg.add(True)
+    shadow = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
+    promote.promote(reg.name, "1")
+    online.start(reg.name, shadow, "shadow")
+    versions, _during, metrics = _serve_until(
+        reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK, "the shadow's rollback")
+    assert set(versions) == {"1"}  # the shadow never answered
+    assert "prediction shift" in reg.log.entries(reg.name)[-1].reason
+    assert 'mlassets_serving_scoring_seconds_count{variant="shadow"}' in metrics
+    shadows = _roots("shadow_request")
+    assert shadows and {s["attributes"]["variant"] for s in shadows} == {"shadow"}
+    assert shadow in {s["attributes"]["version"] for s in shadows}
+
+
+def test_a_candidate_that_fails_the_load_checks_is_rolled_back_with_the_reason(reg: Registry) -> None:
+    reg.add(True)
+    promote.promote(reg.name, "1")
+    bad = str(registry.register(reg.name, reg.uri, shared.record(True)).version)  # weights its model does not have
+    online.start(reg.name, bad, "canary")
+    app = build(reg.name, "flights", poll=False, online=RULE)
+    assert app.state.online.poll() == "refused"
+    assert _actions(reg)[-1] == ("online-rollback", bad)
+    assert "refused at load by the endpoint" in reg.log.entries(reg.name)[-1].reason
+    assert app.state.online.running is None and promote.live_version(reg.name) == "1"
+
+
+def test_start_refuses_without_a_champion_twice_or_for_the_champion(reg: Registry) -> None:
+    reg.add(True, True, True)
+    with pytest.raises(online.PromotionError, match="no champion to test v2 against"):
+        online.start(reg.name, "2")
+    promote.promote(reg.name, "1")
+    with pytest.raises(online.PromotionError, match="already the champion"):
+        online.start(reg.name, "1")
+    online.start(reg.name, "2", "shadow")
+    with pytest.raises(online.PromotionError, match="already has an online test running: v2 \\(shadow"):
+        online.start(reg.name, "3")
+    assert _actions(reg) == [("promote", "1"), ("shadow-start", "2")]
+    promote.promote(reg.name, "3")  # a promotion by hand ends the test: it compared against v1
+    assert online.running(reg.name) is None
