@@ -18,6 +18,7 @@ from mlassets.cli.rebuild import add_parser as add_rebuild
 from mlassets.cli.registry import add_commands
 from mlassets.core.config import ConfigError
 from mlassets.serve.cli import add_parser as add_serve
+from mlassets.serve.online_cli import add_parser as add_online
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor(sub)
     add_diagnose(sub)
     add_serve(sub)
+    add_online(sub)
     add_fleet(sub)
     return parser
 

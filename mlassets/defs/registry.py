@@ -100,7 +100,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
               required_resource_keys={"store", "mlflow"}, kinds={"mlflow"})
     def champion(context: dg.AssetExecutionContext, registered: RegisteredVersion) -> dg.Output[ChampionDecision]:
         """Moves ``champion`` to this partition's version through the promotion log (``promotion: auto``),
-        only if its recorded gate passed against the champion that is still live; ``manual`` waits. An alias
+        only if its recorded gate passed against the champion that is still live; ``manual`` waits; ``online``
+        starts its online test (``serving.online``: a canary or a shadow on the endpoint, which decides). An alias
         moved outside mlassets (MLflow's own buttons) is reported and set back from the log first."""
         from mlassets.core.registry import promote, versions
         from mlassets.core.registry.promotion import PromotionError
@@ -126,9 +127,12 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             decision = ChampionDecision(name=name, version=version, champion_version=live or "none", promoted=False,
                                         note=note)
             return dg.Output(decision, metadata={**meta, "champion_version": decision.champion_version, "note": note})
+        if cfg.gate.promotion == "online" and live is not None:  # a first champion has nothing to test against
+            return _online_start(context, name, version, live, meta)
         try:
             entry = promote.promote(name, version, who=f"dagster run {context.run_id}",
-                                    reason="gate passed (promotion: auto)", gated_against=gate.gated_against)
+                                    reason=f"gate passed (promotion: {cfg.gate.promotion})",
+                                    gated_against=gate.gated_against)
         except (PromotionError, versions.RegistryError) as exc:
             raise dg.Failure(str(exc), metadata=meta) from None
         decision = ChampionDecision(name=name, version=version, champion_version=version, promoted=True,
@@ -138,5 +142,22 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             **meta, "champion_version": version, "previous_champion": decision.previous_champion,
             "promotion_seq": entry.seq, "promotion_hash": entry.hash,
         })
+
+    def _online_start(context: dg.AssetExecutionContext, name: str, version: str, live: str,
+                      meta: dict) -> dg.Output[ChampionDecision]:
+        from mlassets.core.registry import online
+        from mlassets.core.registry.promotion import PromotionError
+
+        mode = cfg.serving.online.mode
+        try:
+            entry = online.start(name, version, mode, who=f"dagster run {context.run_id}",
+                                 reason=f"gate passed (promotion: online); {mode} against v{live}")
+        except PromotionError as exc:
+            raise dg.Failure(str(exc), metadata=meta) from None
+        note = f"online test started: {mode} against v{live} (mlassets online status {name})"
+        decision = ChampionDecision(name=name, version=version, champion_version=live, promoted=False, note=note,
+                                    previous_champion=live, promotion_seq=entry.seq, promotion_hash=entry.hash)
+        return dg.Output(decision, metadata={**meta, "champion_version": live, "note": note,
+                                             "promotion_seq": entry.seq, "promotion_hash": entry.hash})
 
     return [registered_model, champion]

@@ -120,5 +120,5 @@ def test_nan_size_and_type_limits_and_the_server_keeps_serving(client: TestClien
     assert client.post("/predict", json={"rows": _records(2)}).status_code == 200
     metrics = client.get("/metrics").text
     assert 'mlassets_serving_errors_total{kind="bad_request"} 3.0' in metrics
-    assert 'mlassets_serving_requests_total{route="predict",status="200"} 2.0' in metrics
+    assert 'mlassets_serving_requests_total{route="predict",status="200",variant="champion"} 2.0' in metrics
     assert "mlassets_serving_queue_depth 0.0" in metrics and "mlassets_serving_batch_rows_bucket" in metrics

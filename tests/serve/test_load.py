@@ -136,6 +136,22 @@ def test_champion_asset_promotes_through_the_log_or_waits(reg: Registry) -> None
     assert reg.champion() == "1" and len(reg.log.entries(reg.name)) == 1
 
 
+def test_champion_asset_with_promotion_online_starts_a_canary_instead_of_promoting(reg: Registry) -> None:
+    from mlassets.core.registry import online
+
+    reg.add(True, True)
+    keys = DatasetKeys.of(_config(reg))
+    ok, _, meta = _materialize(_config(reg, "online"), keys.champion, registered(reg, "1"))
+    assert ok and reg.champion() == "1"  # a first champion has nothing to be tested against
+    assert reg.log.entries(reg.name)[0].reason == "gate passed (promotion: online)"
+    ok, _, meta = _materialize(_config(reg, "online"), keys.champion, registered(reg, "2", gated_against="1"))
+    assert ok and reg.champion() == "1" and meta["champion_version"] == "1"
+    assert meta["note"].startswith("online test started: canary against v1")
+    row = reg.log.entries(reg.name)[-1]
+    assert (row.action, row.from_version, row.to_version) == ("canary-start", "1", "2")
+    assert online.running(reg.name).candidate == "2"
+
+
 def test_predictions_asset_scores_with_the_champion_and_refuses_ungated(reg: Registry) -> None:
     reg.add(True, False)
     cfg = _config(reg)
