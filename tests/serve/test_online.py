@@ -179,3 +179,32 @@ def test_start_refuses_without_a_champion_twice_or_for_the_champion(reg: Registr
     assert _actions(reg) == [("promote", "1"), ("shadow-start", "2")]
     promote.promote(reg.name, "3")  # a promotion by hand ends the test: it compared against v1
     assert online.running(reg.name) is None
+
+
+def test_the_cli_starts_shows_and_rolls_back_a_test_by_hand(reg: Registry, capsys: pytest.CaptureFixture) -> None:
+    from mlassets.cli import main
+
+    reg.add(True, True)
+    promote.promote(reg.name, "1")
+    assert main(["online", "start", reg.name, "2", "--mode", "canary"]) == 0
+    assert f"{reg.name}: v2 started as canary against v1" in capsys.readouterr().out
+    app = build(reg.name, "flights", swap_poll_s=0.1, online=OnlineConfig(share=0.5, auto_decide=False))
+    with running(app) as base:
+        _until(lambda: app.state.online.running is not None, "the test to start")
+        for _ in range(6):
+            assert httpx.post(f"{base}/predict", json=ROWS).status_code == 200
+        assert main(["online", "status", reg.name, "--url", base]) == 0
+        shown = capsys.readouterr().out
+        with pytest.raises(SystemExit):  # a decision by hand needs a reason
+            main(["online", "rollback", reg.name])
+        capsys.readouterr()
+        assert main(["online", "rollback", reg.name, "--reason", "dashboards look off"]) == 0
+        done = capsys.readouterr().out
+    assert "v2 as canary against champion v1" in shown
+    assert [line.split()[:3] for line in shown.splitlines() if line.startswith(("champion", "canary"))] == \
+        [["champion", "3", "0"], ["canary", "3", "0"]]
+    assert "rule: wait: 3 candidate and 3 champion requests; the rule decides at 200 each" in shown
+    assert "online-rollback v2" in done and "by hand: dashboards look off" in done
+    assert _actions(reg)[-1] == ("online-rollback", "2") and promote.live_version(reg.name) == "1"
+    assert main(["online", "status", reg.name, "--url", "http://127.0.0.1:9"]) == 0
+    assert "no online test running" in capsys.readouterr().out

@@ -47,8 +47,16 @@ class ServingConfig:
     downstream_url: str = ""  # a URL each request waits on (a dependency, traced as its own span); "": none
     downstream_timeout_ms: float = 1000.0
     online: OnlineConfig = field(default_factory=OnlineConfig)  # used when gate.promotion is online
+    min_replicas: int = 1  # infra/k8s/render_serving.py: the Deployment's autoscaler scales between these
+    max_replicas: int = 4
+    target_queue_depth: float = 4.0  # ... on each pod's mlassets_serving_queue_depth (average), not on CPU
 
     def __post_init__(self) -> None:
+        if not 1 <= self.min_replicas <= self.max_replicas:
+            raise ConfigError(f"serving.min_replicas/max_replicas: need 1 <= min <= max, got {self.min_replicas} and "
+                              f"{self.max_replicas}")
+        if self.target_queue_depth <= 0:
+            raise ConfigError(f"serving.target_queue_depth: must be > 0, got {self.target_queue_depth}")
         for name in ("max_batch_size", "max_rows", "max_body_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"serving.{name}: must be >= 1, got {getattr(self, name)}")
