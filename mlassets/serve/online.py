@@ -2,7 +2,7 @@
 
 The poll thread reads the promotion log (``core.registry.online``): a test that starts there is loaded through
 ``load_version`` (a candidate that fails the checks is rolled back in the log with the reason, and alerted) and
-gets its own batcher. A ``canary`` answers every ``1/share``-th request (counted, not drawn: the share is exact);
+gets its own batcher. A ``canary`` answers a ``share`` of the requests, drawn per request;
 a failed canary pass is counted against it and the request is answered by the champion. A ``shadow`` scores
 every request after the champion answered it and never answers. Once both variants have ``min_requests``,
 ``auto_decide`` writes the rule's decision to the log; the champion poll then follows a promotion.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import math
+import random
 import socket
 import time
 import types
@@ -48,15 +48,17 @@ class Running:
     routed: int = 0
     decided: str = ""
     tasks: set = field(default_factory=set)
+    rng: random.Random = field(default_factory=random.Random)
 
     @property
     def variant(self) -> str:
         return self.test.mode  # what the candidate is called on spans and metrics: canary or shadow
 
     def take(self) -> bool:
-        """Whether this request goes to the canary: exactly ``share`` of them, spread evenly."""
+        """Whether this request goes to the canary: drawn with probability ``share`` (a count would follow any
+        period in the traffic: every 4th request of a 4-row cycle is always the same row)."""
         self.routed += 1
-        return math.floor(self.routed * self.share) > math.floor((self.routed - 1) * self.share)
+        return self.rng.random() < self.share
 
     def summary(self) -> dict[str, Any]:
         return {name: stats.summary() for name, stats in self.stats.items()}
