@@ -27,6 +27,7 @@ from mlassets.core.config.serving import ServingConfig
 from mlassets.core.train.outputs import class_frame
 from mlassets.serve import rows
 from mlassets.serve.batcher import Batcher, Stopped
+from mlassets.serve.features import FeatureLookup
 from mlassets.serve.online import Online, fixed
 from mlassets.serve.swap import Champion
 from mlassets.serve.telemetry import Metrics, RequestTrace
@@ -68,13 +69,16 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig, poll: bool = True) -> FastAPI:
+def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig, poll: bool = True,
+               lookup: FeatureLookup | None = None) -> FastAPI:
     metrics = Metrics()
     batcher = Batcher(forward(champion), settings.max_batch_size, settings.batch_wait_ms, settings.batching,
                       on_batch=metrics.batch)
     tests = Online(champion.name, settings.online, lambda model: forward(fixed(model)), settings.max_batch_size,
                    settings.batch_wait_ms if settings.batching else 0.0, metrics)
     champion.pollers.append(tests.poll)
+    if lookup is not None:
+        champion.pollers.append(lookup.refresh)  # a new data version's weather, once ingested
     champion.on_swap = lambda outcome, _message: metrics.swaps.labels(outcome).inc()
     metrics.version.labels(champion.name).set(float(champion.current.version))
     client = httpx.AsyncClient(timeout=settings.downstream_timeout_ms / 1000) if settings.downstream_url else None
@@ -97,6 +101,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
     app = FastAPI(title=f"mlassets serve {champion.name}", lifespan=lifespan, docs_url=None, redoc_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})  # our own spans, one root each
     app.state.batcher, app.state.champion, app.state.metrics, app.state.online = batcher, champion, metrics, tests
+    app.state.lookup = lookup
 
     async def score(request: Request, route: str, parse: Callable[[Any], list]) -> Response:
         start = time.time_ns()
@@ -104,13 +109,19 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         headers = {TRACE_HEADER: span.trace_id}
         status, answer, content = 200, {}, b""
         batcher.arriving += 1
-        queued, variant = False, "champion"
+        queued, variant, retrieval = False, "champion", None
         try:
             if request.headers.get("content-type", "application/json").split(";")[0].strip() != "application/json":
                 raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
                                            "send application/json")
             body = await _body(request, settings.max_body_bytes)
-            frame = rows.to_frame(parse(rows.parse_json(body)), schema, settings.max_rows)
+            records = parse(rows.parse_json(body))
+            if lookup is not None:  # rows that give a table's key instead of its columns
+                looked_at = time.time_ns()
+                records, looked = lookup.fill(records)
+                if looked:
+                    retrieval = (looked_at, time.time_ns(), looked)
+            frame = rows.to_frame(records, schema, settings.max_rows)
             batcher.arriving -= 1
             queued = True
             metrics.queue_depth.set(batcher.depth + 1)
@@ -137,7 +148,12 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                     tests.scored(run, "champion", queued_ns, timing.done_ns, predicted)
                     if run.variant == "shadow":
                         tests.shadow(run, frame)
-            span.stage("preprocessing", start, queued_ns, rows=len(frame))
+            if retrieval is None:
+                span.stage("preprocessing", start, queued_ns, rows=len(frame))
+            else:  # laid end to end: parsing, the lookup, then the rows checked
+                span.stage("preprocessing", start, retrieval[0], rows=len(frame))
+                span.stage("feature_retrieval", retrieval[0], retrieval[1], rows=retrieval[2])
+                span.stage("preprocessing", retrieval[1], queued_ns)
             span.batch(queued_ns, timing)
             answer = {"predictions": _jsonable(predicted), "model": champion.name, "version": version,
                       "trace_id": span.trace_id}

@@ -32,6 +32,7 @@ def build(model: str, config: str | None = None, poll: bool = True,  # noqa: ANN
     from mlassets.core.config.serving import ServingConfig
     from mlassets.core.diagnose import spans
     from mlassets.serve.app import create_app
+    from mlassets.serve.features import lookup_for
     from mlassets.serve.load import load_champion
     from mlassets.serve.rows import schema_of
     from mlassets.serve.swap import Champion
@@ -41,7 +42,8 @@ def build(model: str, config: str | None = None, poll: bool = True,  # noqa: ANN
     pre = served.bundle.preprocessor
     spans.enable(paths.home() / TRACE_FILE)
     settings = dataclasses.replace(cfg.serving if cfg is not None else ServingConfig(), **settings_overrides)
-    return create_app(Champion(served), schema_of(pre.categorical, pre.numeric, cfg), settings, poll)
+    schema = schema_of(pre.categorical, pre.numeric, cfg)
+    return create_app(Champion(served), schema, settings, poll, lookup_for(cfg, schema))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
