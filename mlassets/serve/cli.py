@@ -36,11 +36,13 @@ def build(model: str, config: str | None = None, poll: bool = True,  # noqa: ANN
     from mlassets.serve.load import load_champion
     from mlassets.serve.rows import schema_of
     from mlassets.serve.swap import Champion
+    from mlassets.serve.telemetry import export_otlp
 
     cfg = find_config(model, config)
     served = load_champion(model)
     pre = served.bundle.preprocessor
     spans.enable(paths.home() / TRACE_FILE)
+    export_otlp()
     settings = dataclasses.replace(cfg.serving if cfg is not None else ServingConfig(), **settings_overrides)
     schema = schema_of(pre.categorical, pre.numeric, cfg)
     return create_app(Champion(served), schema, settings, poll, lookup_for(cfg, schema))

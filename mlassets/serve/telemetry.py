@@ -71,3 +71,35 @@ class RequestTrace:
     def end(self, end_ns: int, **attributes: str | int | float) -> None:
         self.root.set_attributes(attributes)
         self.root.end(end_time=end_ns)
+
+
+OTLP_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"  # the OpenTelemetry SDK's own variable (OTEL_EXPORTER_OTLP_TRACES_* too)
+_OTLP: list[object] = []
+
+
+def export_otlp() -> str:
+    """Also send the spans to an OTLP collector when ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (or the traces one) is set:
+    ``on``, ``off`` (not configured), or ``missing`` (configured, but the OTLP exporter package is not installed:
+    said once in the log; the file keeps every span)."""
+    import importlib
+    import logging
+    import os
+
+    if not (os.environ.get(OTLP_ENV) or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return "off"
+    if _OTLP:
+        return "on"
+    try:
+        module = importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    except ImportError:
+        logging.getLogger("mlassets.serve").warning(
+            "%s is set but the OTLP exporter is not installed (opentelemetry-exporter-otlp-proto-http); spans go "
+            "to the trace file only", OTLP_ENV)
+        return "missing"
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    processor = BatchSpanProcessor(module.OTLPSpanExporter())
+    trace.get_tracer_provider().add_span_processor(processor)  # the SDK provider ``spans.enable`` installed
+    _OTLP.append(processor)
+    return "on"
+
