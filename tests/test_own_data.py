@@ -214,7 +214,8 @@ def test_a_table_of_years_and_months_reaches_a_champion_with_no_threshold_in_its
     assert code == 0 and "target_mean: " in out and "derived: not judged on first sight" in out
     code, out, err = cli(capsys, "run", "--config", str(config))
     assert code == 0, out + err
-    assert "2001: 46 values of city with 3 rows each < 200 (e.g. " in out  # one line for 46 small slices
+    assert "Not judged by the slice rule" not in out  # 46 cities of 3 holdout rows each: judged together
+    assert "2001: judged together (gate.slice_min_rows): slice city=(46 values under 200 rows, pooled) " in out
     code, out, _ = cli(capsys, "versions", "--config", str(config))
     assert out.splitlines()[0].split()[:4] == ["data", "version", "years", "added"]
     assert [line.split()[0][:5] for line in out.splitlines()[1:]] == ["2000.", "2001."]

@@ -44,7 +44,8 @@ else:
         if row["dagster_run_id"]:
             links["Dagster run"] = f"{data.dagster_url()}/runs/{row['dagster_run_id']}"
         st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))
-        summary = str(row["gate_summary"]).removeprefix("pass").removeprefix("fail").lstrip(":; ")  # the verdict once
+        summary = str(row["gate_summary"])  # the verdict said once (older records say "fail")
+        summary = summary.removeprefix("pass").removeprefix("rejected").removeprefix("fail").lstrip(":; ")
         st.markdown(f"**Gate {'passed' if row['gate_passed'] else 'rejected'}**" + (f": {summary}" if summary else ""))
         st.dataframe(rules, hide_index=True, key="rules")
         evaluation = data.evaluation(model, int(version))

@@ -153,9 +153,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_versions(args: argparse.Namespace) -> int:
     cfg = config_of(args)
 
-    from mlassets.cli.versions import data_versions, format_versions
+    from mlassets.cli.versions import champion_elsewhere, data_versions, format_versions
 
-    print(format_versions(data_versions(cfg), label(cfg)))
+    rows = data_versions(cfg)
+    print(format_versions(rows, label(cfg)))
+    hint = champion_elsewhere(cfg, rows)
+    if hint:
+        print(f"\n{hint}")
     return 0
 
 

@@ -35,6 +35,7 @@ class VersionRow:
     commit: str = ""  # the data version's full commit id
     derived: list[str] = field(default_factory=list)  # thresholds the evaluation derived from the data
     dropped_missing_target: int = 0  # rows without a target left out of training and the holdout
+    pooled: list[str] = field(default_factory=list)  # slice rules of small values judged together, and their change
 
 
 def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, seconds: float,
@@ -48,9 +49,12 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
         gate = registered.record.gate_result  # a rejected version's gate_result fails; its verdict is registered
     champion = run.record(keys.champion, version)
     unjudged: list[str] = []
+    pooled: list[str] = []
     if isinstance(gate, GateResult):
         decision = "pass" if gate.passed else "reject"
         reasons, unjudged = gate.reasons(), list(gate.unjudged)
+        pooled = [f"{r.name} {r.value:+.1%} vs champion ({'passed' if r.passed else 'rejected'})"
+                  for r in gate.rules if r.name.endswith(", pooled)")]
     elif run.stopped:
         decision, reasons = "not trained", [run.stopped]
     elif run.failed_checks:
@@ -71,7 +75,7 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
         seconds=seconds, run_id=run.run_id, success=run.success, unjudged=unjudged,
         commit=commit or (evaluation.data_version if scored else ""),
         derived=list(evaluation.derived) if scored else [],
-        dropped_missing_target=evaluation.dropped_missing_target if scored else 0,
+        dropped_missing_target=evaluation.dropped_missing_target if scored else 0, pooled=pooled,
     )
 
 
@@ -134,6 +138,7 @@ def format_notes(rows: list[VersionRow], target: str = "target") -> str:
     lines = []
     for r in rows:
         lines += [f"  {r.month}: derived {line}" for line in r.derived]
+        lines += [f"  {r.month}: judged together (gate.slice_min_rows): {line}" for line in r.pooled]
         if r.dropped_missing_target:
             lines.append(f"  {r.month}: {r.dropped_missing_target} rows without a {target!r} were left out "
                          "(dataset.drop_missing_target)")

@@ -14,7 +14,7 @@ from mlassets.core.data.store import VersionedStore, open_store
 from mlassets.core.data.version_keys import added_partitions, shown, version_key
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.naming import asset_path
-from mlassets.core.records import RecordError, RecordFiles
+from mlassets.core.records import RecordError, RecordFiles, read_record_file
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.registry.record import RegisteredVersion
 
@@ -64,6 +64,30 @@ def data_versions(cfg: PipelineConfig, store: VersionedStore | None = None) -> l
                                family=family, commit=commit.id, dropped_missing_target=gate.dropped_missing_target
                                if isinstance(gate, GateResult) else 0))
     return out
+
+
+def champion_elsewhere(cfg: PipelineConfig, rows: list[VersionInfo]) -> str:
+    """When the registered model's champion (by the promotion log) is none of these versions' models: a line naming
+    the dataset whose records registered it and the config that holds it; else nothing."""
+    name = cfg.model.registered_name
+    live = PromotionLog().live(name)
+    if live is None or any(r.model_version == live.to_version for r in rows):
+        return ""
+    for path in sorted(paths.records_root().glob("*/registered_model/*.json")):
+        dataset = path.parent.parent.name
+        if dataset == cfg.dataset.name:
+            continue
+        try:
+            record = read_record_file(path, RegisteredVersion)
+        except (RecordError, OSError):
+            continue
+        if record.name == name and record.version == live.to_version:
+            config = paths.configs_dir() / f"{dataset}.yaml"
+            where = f"; its config: {config}" if config.is_file() else ""
+            return (f"champion: {name} v{live.to_version} came from dataset {dataset!r}, not {cfg.dataset.name!r} "
+                    f"(both configs name model.registered_name {name!r}){where}; `mlassets versions --config "
+                    f"{config if config.is_file() else dataset}` lists it")
+    return f"champion: {name} v{live.to_version} is none of these versions' models (registered from another config)"
 
 
 def format_versions(rows: list[VersionInfo], label: str = "partition") -> str:

@@ -63,7 +63,7 @@ class Record:
             value = getattr(self, f.name)
             if isinstance(value, Record) and value.flat_in_tags:
                 tags.update(value.to_tags())
-            elif value is not None and not (value == "" and f.default == ""):  # an empty default: no empty tag
+            elif value is not None and not _empty_default(f, value):  # an empty default: no empty tag
                 tags[f.name] = _tag(_plain(value))
         return tags
 
@@ -140,6 +140,14 @@ def record_class(kind: str) -> type[Record]:
     if not (isinstance(cls, type) and issubclass(cls, Record)):
         raise RecordError(f"record kind {kind!r} is not an mlassets record")
     return cls
+
+
+def _empty_default(f: dataclasses.Field, value: Any) -> bool:
+    """A field left at an empty default (``""``, or an empty list or mapping): ``from_tags`` gives it back unasked."""
+    if value == "" and f.default == "":
+        return True
+    factory = f.default_factory
+    return value in ([], {}) and factory is not dataclasses.MISSING and factory() == value
 
 
 class RecordFiles:

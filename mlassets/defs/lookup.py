@@ -122,7 +122,7 @@ def mlflow_run_tags(dagster_run_id: str, dataset: str = "", label: str = "") -> 
     if dataset and label:
         name = naming.run_name(dataset, label)
         tags.update({"mlflow.runName": name, MLFLOW_VERSION_NAME_TAG: label,
-                     "mlflow.note.content": f"**{name}**: Dagster run [{dagster_run_id[:8]}]({url})"})
+                     "mlflow.note.content": f"{name}: Dagster run [{dagster_run_id[:8]}]({url})"})  # plain: no raw **
     return tags
 
 

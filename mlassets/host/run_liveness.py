@@ -24,7 +24,10 @@ import dagster as dg
 from mlassets.host.daemon_tree import tree_processes
 from mlassets.host.launcher import DAEMON_TAG, HOST_TAG, OnceRunLauncher
 
-PID_TAG, STARTED_TAG = "mlassets/pid", "mlassets/pid_started"
+# Under Dagster's hidden prefix (``dagster._core.storage.tags.HIDDEN_TAG_PREFIX``, ".dagster/"): kept on the run for
+# the monitor, left out of the run list and the run page's tags. Runs from before carry the plain names (``LEGACY``).
+PID_TAG, STARTED_TAG = ".dagster/mlassets/pid", ".dagster/mlassets/pid_started"
+LEGACY_PID_TAG, LEGACY_STARTED_TAG = "mlassets/pid", "mlassets/pid_started"
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
@@ -58,6 +61,17 @@ def process_tags() -> dict[str, str]:
     return {PID_TAG: str(pid), STARTED_TAG: f"{process_started(pid) or 0:.2f}", HOST_TAG: socket.gethostname()}
 
 
+def tagged_pid(tags: dict[str, str]) -> tuple[int, float] | None:
+    """The pid and process start time a command tagged its own run with (either tag names), or None."""
+    for pid_tag, started_tag in ((PID_TAG, STARTED_TAG), (LEGACY_PID_TAG, LEGACY_STARTED_TAG)):
+        if tags.get(pid_tag, "").isdigit():
+            try:
+                return int(tags[pid_tag]), float(tags.get(started_tag) or 0)
+            except ValueError:
+                return int(tags[pid_tag]), 0.0
+    return None
+
+
 def _worker_pid(instance: dg.DagsterInstance, run_id: str) -> tuple[int, float] | None:
     """The newest pid a worker of the run logged, with the time it logged it."""
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT, ascending=False).records
@@ -73,7 +87,7 @@ def dead_reason(instance: dg.DagsterInstance, run: dg.DagsterRun, home: str, sta
                 current_token: str = "") -> str | None:
     """Why the run's process is gone (a sentence), or None while it runs or cannot be judged here."""
     tags = run.tags
-    if DAEMON_TAG not in tags and PID_TAG not in tags:  # not (yet) tagged by the launcher or the command line
+    if DAEMON_TAG not in tags and PID_TAG not in tags and LEGACY_PID_TAG not in tags:  # not (yet) tagged
         return _never_started(instance, run, start_timeout_s) if isinstance(instance.run_launcher, OnceRunLauncher) \
             else None  # launched by something else (e.g. a Kubernetes run launcher): not judged here
     if tags.get(HOST_TAG) != socket.gethostname():
@@ -85,8 +99,8 @@ def dead_reason(instance: dg.DagsterInstance, run: dg.DagsterRun, home: str, sta
         if started is not None and started <= at + 2:
             return None
         return f"its run worker (pid {pid}) is gone"
-    if tags.get(PID_TAG, "").isdigit():
-        pid, recorded = int(tags[PID_TAG]), float(tags.get(STARTED_TAG) or 0)
+    if (tagged := tagged_pid(tags)) is not None:
+        pid, recorded = tagged
         started = process_started(pid)
         if started is not None and abs(started - recorded) < 2:
             return None

@@ -28,7 +28,7 @@ from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from mlassets.host.daemon_tree import HOME_ENV, TOKEN_ENV, ready_file
 from mlassets.host.launcher import DAEMON_TAG
-from mlassets.host.run_liveness import PID_TAG, Dead, dead_runs
+from mlassets.host.run_liveness import LEGACY_PID_TAG, PID_TAG, Dead, dead_runs
 
 CRASHES_TAG = "mlassets/worker_crashes"  # retries caused by the run's own worker dying (its daemon alive)
 
@@ -81,7 +81,7 @@ def daemons_run(tags: dict[str, str]) -> bool:
     """A run a daemon launched (tagged by the launcher), or one a daemon dequeued and died before it could launch
     (no tag yet): retried, so a landed file is still ingested and trained. A command's own in-process run (its
     pid tagged) is not the daemon's to retry."""
-    return tags.get(DAEMON_TAG) is not None or PID_TAG not in tags
+    return tags.get(DAEMON_TAG) is not None or (PID_TAG not in tags and LEGACY_PID_TAG not in tags)
 
 
 def handle(instance: dg.DagsterInstance, workspace: WorkspaceProcessContext | None, dead: Dead,

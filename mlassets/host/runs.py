@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
@@ -64,15 +65,18 @@ class Run:
         return RecordFiles(paths.records_root()).read(key.path, partition) if key in self.materialized else None
 
 
-def register(cfg: PipelineConfig) -> None:
-    """Make ``cfg`` one of the configs the code location builds its graphs from (in this embedded stack)."""
+def register(cfg: PipelineConfig) -> Path | None:
+    """Make ``cfg`` one of the configs the code location builds its graphs from (in this embedded stack); the file
+    written when there was none for its dataset before (the caller may take it back), else None."""
     if os.environ.get(CONFIGS_ENV):
         names = {load_config(p).dataset.name for p in config_paths()}
         if cfg.dataset.name not in names:
             raise ConfigError(f"dataset {cfg.dataset.name!r} is not among ${CONFIGS_ENV} ({', '.join(sorted(names))})"
                               "; add its config there")
-        return
-    save_config(cfg, paths.configs_dir())
+        return None
+    new = not (paths.configs_dir() / f"{cfg.dataset.name}.yaml").is_file()
+    path = save_config(cfg, paths.configs_dir())
+    return path if new else None
 
 
 def _failure(result: dg.ExecutionResult) -> str | None:
@@ -111,17 +115,23 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
            corrupt: str = "", shift: float = 0.0) -> Ingested:
     """Ingest one partition through the ingest job; ``IngestFailed`` (with every failed check) if it did not land."""
     check_partition_key(cfg, partition)  # before anything is made
-    register(cfg)
-    instance.add_dynamic_partitions(raw_partitions(cfg).name, [partition])
-    keys = DatasetKeys.of(cfg)
-    op_config = {k: v for k, v in {"delivered": delivered, "corrupt_slice": corrupt, "corrupt_shift": shift}.items()
-                 if v}
-    run = execute(instance, ingest_job_name(cfg), partition,
-                  {"ops": {keys.raw.to_python_identifier(): {"config": op_config}}} if op_config else None)
-    ingested = run.record(keys.raw, partition)
-    if not isinstance(ingested, Ingested):
-        raise IngestFailed(partition, run.failure or f"ingest run {run.run_id} failed")
-    return ingested
+    registered = register(cfg)  # a config new to this home: taken back if its first ingest is refused
+    landed = False
+    try:
+        instance.add_dynamic_partitions(raw_partitions(cfg).name, [partition])
+        keys = DatasetKeys.of(cfg)
+        op_config = {k: v for k, v in {"delivered": delivered, "corrupt_slice": corrupt,
+                                       "corrupt_shift": shift}.items() if v}
+        run = execute(instance, ingest_job_name(cfg), partition,
+                      {"ops": {keys.raw.to_python_identifier(): {"config": op_config}}} if op_config else None)
+        ingested = run.record(keys.raw, partition)
+        if not isinstance(ingested, Ingested):
+            raise IngestFailed(partition, run.failure or f"ingest run {run.run_id} failed")
+        landed = True
+        return ingested
+    finally:
+        if registered is not None and not landed:
+            registered.unlink(missing_ok=True)
 
 
 def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False,

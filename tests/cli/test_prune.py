@@ -20,6 +20,7 @@ from mlassets.core.data.store import open_store
 from mlassets.core.data.store._lakefs_tx import TX_PREFIX
 from mlassets.examples.sales import write_example
 from mlassets.host.instance import get_instance
+from mlassets.host.run_liveness import PID_TAG
 from tests.core.data.store import fake_lakefs
 from tests.core.data.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
 
@@ -96,7 +97,7 @@ def test_prune_removes_what_killed_ingests_left_and_fails_their_runs(home: str, 
                      out), out  # the killed ingest's staged commit (and the landed one's, no longer needed)
     assert re.search(r"removed [1-9]\d* stored objects no commit refers to", out), out
     assert f"marked run {run.run_id} (sales_ingest 2024-02) failed: " in out
-    assert f"(pid {run.tags['mlassets/pid']}) is gone" in out
+    assert f"(pid {run.tags[PID_TAG]}) is gone" in out  # the monitor's hidden tag
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
     assert sum(1 for p in Path(home, "store", "objects").rglob("*") if p.is_file()) < objects
     assert store.resolve(repo, "main") == head and store.list_objects(repo, "main")  # main untouched, readable

@@ -31,6 +31,7 @@ def test_an_empty_text_default_makes_no_tag() -> None:
     assert rec.warm_start_from == "" and rec.image_digest == ""
     tags = rec.to_tags()
     assert "warm_start_from" not in tags and "image_digest" not in tags and "" not in tags.values()
+    assert rec.owners == [] and "owners" not in tags and "[]" not in tags.values()  # an empty list says nothing either
     assert RegistryRecord.from_tags(tags) == rec  # the defaults come back
     assert dataclasses.replace(rec, warm_start_from="3").to_tags()["warm_start_from"] == "3"
 

@@ -49,7 +49,7 @@ def _record(home: Path) -> None:
         client.create_model_version(MODEL, (home / "m").as_uri(), run_id=run.info.run_id, tags={
             "data_commit": f"{version}" * 40, "mlassets.version_name": f"2013-0{version} · {str(version) * 8}",
             "gate_passed": str(passed).lower(), "dagster_run_id": DAGSTER_RUN,
-            "gate_summary": "pass" if passed else "fail: slice origin=EWR: +8.0%",
+            "gate_summary": "pass" if passed else "rejected: slice origin=EWR: +8.0%",
             "gate_result": _gate(passed, change, unjudged)})
     _multiclass(home, client, experiment)
     log = PromotionLog(f"sqlite:///{home / 'promotions.db'}")

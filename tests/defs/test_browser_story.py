@@ -104,6 +104,7 @@ def test_the_story_in_a_browser(demo: Demo, ui: tuple[str, str]) -> None:
 
             page.goto(f"{dagster}/runs")  # every pipeline run is tagged with its version's name
             expect(page.get_by_text(f"mlassets/version_name: {broken}").first).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("mlassets/pid", exact=False)).to_have_count(0)  # the monitor's tags: hidden
             shot("01-runs-by-version-name")
 
             page.goto(f"{dagster}/assets/flights/gate_result?view=partitions&status=FAILED")  # the rejected month

@@ -81,6 +81,7 @@ def test_mlflow_runs_are_named_after_the_version_and_link_back_to_dagster(urls: 
     assert tags["mlflow.runName"] == "flights · 2013-03 · 6870220f"
     assert tags["dagster_run_url"] == "http://127.0.0.1:3999/runs/c4034bee-8588"
     assert "[c4034bee](http://127.0.0.1:3999/runs/c4034bee-8588)" in tags["mlflow.note.content"]
+    assert tags["mlflow.note.content"].startswith("flights · 2013-03 · 6870220f: ")  # no raw ** where it is listed
     run = dg.DagsterRun(job_name="flights_pipeline", run_id="r-2", tags={"mlassets/dataset": "flights",
                                                                           "mlassets/version_name": "2013-01 · ab"})
     assert lookup.tags_for_dagster_run(run)["mlflow.runName"] == "flights · 2013-01 · ab"

@@ -37,7 +37,8 @@ def test_load_champion_serves_the_log_and_refuses_an_ungated_version(reg: Regist
     with pytest.raises(ServingError, match=rf"model '{reg.name}' has no champion in the promotion log \(its "
                                            r"champion alias points at v2, set outside the promotion log\)"):
         load_champion(reg.name)
-    with pytest.raises(ServingError, match=rf"model '{reg.name}' version 2 has no passing gate result \(fail: slice"):
+    with pytest.raises(ServingError,
+                       match=rf"model '{reg.name}' version 2 has no passing gate result \(rejected: slice"):
         load_version(reg.name, "2")
     promote.promote(reg.name, "1")
     served = load_champion(reg.name)

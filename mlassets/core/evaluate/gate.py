@@ -12,11 +12,13 @@ Every rule is reported with its value, its limit and whether it passed, so a rej
   ``prediction_max`` are unset). Accuracy is higher-is-better: its limits are minimums (``bound: min``), "worse"
   is lower, and a first model must reach ``absolute_min_metric`` (or beat the baseline's accuracy);
 * ``slice <col>=<value>`` (with a champion, slice values of at least ``slice_min_rows`` rows; multiclass also one
-  slice per true class, named after the target): the candidate
+  slice per true class, named after the target), and ``slice <col>=(N values under M rows, pooled)``: a column's
+  smaller values judged together when they reach ``slice_min_rows`` together: the candidate
   rejects only if its main metric on the slice is worse than the champion's by more than
   ``slice_max_regression`` *and* the paired bootstrap interval of the relative change lies entirely on the worse
-  side of zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled);
-* ``unjudged_slices`` (with a champion): the slice values too small to judge are listed in the result;
+  side of zero (``mlassets.core.evaluate.bootstrap`` says how it is resampled); the intervals are Bonferroni-
+  corrected for the number of slices judged (``slice_sums``), so many slices do not reject a healthy model by chance;
+* ``unjudged_slices`` (with a champion): the slice values too small to judge, even pooled, are listed in the result;
   ``gate.small_slices: hold`` keeps the candidate back while there are any;
 * ``latency_vs_champion`` (with a champion, both timed interleaved in one process: fails only when the bootstrap
   interval of the single-row latency change lies entirely above ``latency_max_regression``), ``latency_budget``
@@ -68,10 +70,10 @@ class GateResult(Record):
     def summary(self) -> str:
         reasons = self.reasons()
         if self.passed or not reasons:
-            text = "pass" if self.passed else "fail"
-        else:
+            text = "pass" if self.passed else "rejected"
+        else:  # a verdict: "rejected", never "fail" (a view that says "failed" beside it would say it twice)
             more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
-            text = f"fail: {reasons[0]}{more}"
+            text = f"rejected: {reasons[0]}{more}"
         if self.unjudged and self.passed:
             text += f"; not judged (too few rows): {summarize_unjudged(self.unjudged)}"
         if self.dropped_missing_target:

@@ -34,7 +34,7 @@ from mlassets.core.evaluate.derived import naive_class_rows, naive_shares
 from mlassets.core.evaluate.multiclass_counts import ClassSums, LabelIds, SliceConfusion, on_sorted
 from mlassets.core.evaluate.multiclass_record import ROW_METRICS, class_rows
 from mlassets.core.evaluate.record import PredictionStats, SliceRow
-from mlassets.core.evaluate.slice_sums import SliceSums
+from mlassets.core.evaluate.slice_sums import SliceSums, bonferroni
 from mlassets.core.train.outputs import probabilities
 
 if TYPE_CHECKING:
@@ -118,13 +118,17 @@ class MulticlassSums:
         if self.has_champion:
             grouped = GroupBootstrap(0, self.cfg.gate.bootstrap_samples, self.cfg.training.seed, GROUPS)
         slices: list[SliceRow] = []
+        gate = self.cfg.gate
+        level = bonferroni(gate.confidence, sum(sums.judged(gate.slice_min_rows)
+                                                for sums in [*(s for s, _ in self.columns), self.per_class]))
         for sums, confusion in self.columns:
-            f1 = confusion.macro_f1(order)
-            slices += [dataclasses.replace(row, candidate={**row.candidate, "macro_f1": f1["candidate"][row.value]},
+            f1 = confusion.macro_f1(order)  # per value (a pooled row of small values has none)
+            slices += [dataclasses.replace(row, candidate={**row.candidate,
+                                                           "macro_f1": f1["candidate"].get(row.value, math.nan)},
                                            champion=None if row.champion is None else
-                                           {**row.champion, "macro_f1": f1["champion"][row.value]})
-                       for row in sums.slice_rows(self.cfg, grouped)]
-        slices += self.per_class.slice_rows(self.cfg, grouped)
+                                           {**row.champion, "macro_f1": f1["champion"].get(row.value, math.nan)})
+                       for row in sums.slice_rows(self.cfg, grouped, level)]
+        slices += self.per_class.slice_rows(self.cfg, grouped, level)
         overall = {model: sums.metrics(order) for model, sums in self.overall.items()}
         known = {model: np.isin(np.asarray(labels, dtype=object), sums.classes or [])
                  for model, sums in self.overall.items()}
@@ -135,6 +139,6 @@ class MulticlassSums:
                                 seen_max=s["seen_max"] if seen else math.nan, sum_not_one=s["sum_not_one"],
                                 max_sum_error=s["max_sum_error"])
         return {"holdout_rows": self.overall["candidate"].n, "candidate": overall["candidate"],
-                "champion": overall.get("champion"), "slices": slices, "predictions": stats,
+                "champion": overall.get("champion"), "slices": slices, "slice_confidence": level, "predictions": stats,
                 "calibration": {model: sums.calibration() for model, sums in self.overall.items()},
                 "classes": classes}

@@ -35,6 +35,7 @@ class SliceRow(Record):
     change: float = NAN  # candidate / champion - 1 in the main metric (NaN: no champion or undefined)
     ci_low: float = NAN  # paired bootstrap interval of ``change``
     ci_high: float = NAN
+    pooled: int = 0  # > 0: the column's values under ``gate.slice_min_rows`` rows, this many, judged as one slice
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +77,8 @@ class Evaluation(Record):
     champion: dict[str, float] | None
     slices: list[SliceRow]
     predictions: PredictionStats
-    confidence: float  # of the slice intervals
+    confidence: float  # ``gate.confidence``: of the latency interval, and of all slice rules together
+    slice_confidence: float | None = None  # each slice interval's level (Bonferroni; None: ``confidence``, old records)
     champion_version: str | None = None
     data_version: str = ""
     calibration: dict[str, Any] | None = None  # binary task: {"candidate": report, "champion": report}

@@ -64,10 +64,10 @@ def rule(name: str, value: float, limit: float, passed: bool, reason: str, bound
                       reason="" if passed else reason, bound=bound, note=note if passed else "")
 
 
-def unconfirmed(low: float, high: float, confidence: float) -> str:
+def unconfirmed(low: float, high: float, level: float | str) -> str:
     """Why a value past its limit passes: its interval does not lie wholly on the worse side."""
-    return (f"passed: past the limit, but its {confidence * 100:g}% interval [{pct(low)}, {pct(high)}] does not "
-            "confirm it")
+    level = level if isinstance(level, str) else f"{level * 100:g}%"
+    return f"passed: past the limit, but its {level} interval [{pct(low)}, {pct(high)}] does not confirm it"
 
 
 def pct(x: float, digits: int = 1) -> str:
@@ -154,13 +154,20 @@ def baseline_rule(evaluation: Evaluation, metric: Metric, value: float, unseen: 
                 f"same holdout, for a first model (no champion; {key} sets a limit instead){unseen}", bound)
 
 
-def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
-    """Fails only when the change is worse than ``slice_max_regression`` *and* its interval lies entirely on the
-    worse side of zero (above it for a loss, below it for accuracy)."""
+def bonferroni_note(confidence: float, level: float, judged: int) -> str:
+    """`` (Bonferroni: 95% over 19 slices)`` after a corrected interval; nothing when uncorrected."""
+    return "" if abs(level - confidence) < 1e-12 else f" (Bonferroni: {confidence * 100:g}% over {judged} slices)"
+
+
+def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float, note: str = "") -> RuleResult:
+    """Fails only when the change is worse than ``slice_max_regression`` *and* its interval (at level
+    ``confidence``; ``note`` says how it was corrected) lies entirely on the worse side of zero (above it for a loss,
+    below it for accuracy)."""
     import numpy as np
 
     metric = get_metric(cfg.main_metric)
     higher = metric.higher_is_better
+    level = f"{confidence * 100:.4g}%"
     name = f"slice {row.slice}={row.value}"
     worse = -row.change if higher else row.change
     regressed = worse > cfg.slice_max_regression  # NaN (undefined): not a regression
@@ -172,20 +179,26 @@ def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float) -> RuleResult:
         name, row.change, limit, passed,
         f"{name}: {metric.label} {metric.fmt(row.candidate[metric.name], True)} vs champion "
         f"{metric.fmt(champion, True)} ({pct(row.change)}, limit {limit_pct(limit)}"
-        f"{'; higher is better' if higher else ''}); "
-        f"{confidence * 100:g}% interval [{pct(row.ci_low)}, {pct(row.ci_high)}]", "min" if higher else "max",
-        unconfirmed(row.ci_low, row.ci_high, confidence) if regressed else "",
+        f"{'; higher is better' if higher else ''}; {row.n} rows); {level} interval [{pct(row.ci_low)}, "
+        f"{pct(row.ci_high)}]{note}", "min" if higher else "max",
+        unconfirmed(row.ci_low, row.ci_high, level) + note if regressed else "",
     )
 
 
 def slice_rules(cfg: GateConfig, evaluation: Evaluation) -> tuple[list[RuleResult], list[UnjudgedSlice]]:
-    """A rule per slice value of at least ``slice_min_rows`` rows; the others are listed as unjudged."""
+    """A rule per slice value of at least ``slice_min_rows`` rows, and one per column for its smaller values pooled
+    (``SliceRow.pooled``, when there are enough of them: ``slice_sums.POOL_MIN_ROWS``); the small values of a column
+    without a pooled row are listed as unjudged. Each interval is at the evaluation's Bonferroni-corrected level."""
     if evaluation.champion is None:
         return [], []
     minimum = max(cfg.slice_min_rows, 1)
-    rules = [slice_rule(cfg, r, evaluation.confidence) for r in evaluation.slices if r.n >= minimum]
+    judged = [r for r in evaluation.slices if r.n >= minimum or r.pooled]
+    pooled = {r.slice for r in judged if r.pooled}
+    level = evaluation.slice_confidence or evaluation.confidence
+    note = bonferroni_note(evaluation.confidence, level, len(judged))
+    rules = [slice_rule(cfg, r, level, note) for r in judged]
     unjudged = [UnjudgedSlice(slice=r.slice, value=r.value, n=r.n, min_rows=minimum)
-                for r in evaluation.slices if r.n < minimum]
+                for r in evaluation.slices if r.n < minimum and r.slice not in pooled]
     return rules, unjudged
 
 
@@ -204,11 +217,12 @@ def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) ->
     if "vs_champion_change" in perf:
         change, low, high = (float(perf[f"vs_champion_{k}"]) for k in ("change", "ci_low", "ci_high"))
         limit = cfg.latency_max_regression
-        rules.append(rule("latency_vs_champion", change, limit, not low > limit,
-                          f"single-row latency {1 + change:.2f}x the champion's ({pct(change)}, limit "
-                          f"{limit_pct(limit)}), timed side by side; {confidence * 100:g}% interval "
-                          f"[{pct(low)}, {pct(high)}]",
-                          note=unconfirmed(low, high, confidence) if change > limit else ""))
+        said = (f"single-row latency {1 + change:.2f}x the champion's ({pct(change)}, limit {limit_pct(limit)}), "
+                f"timed side by side; {confidence * 100:g}% interval [{pct(low)}, {pct(high)}]")
+        # a passing record says the change and its interval beside the verdict too: past the limit, it passes
+        # because the interval is not wholly above it
+        why = "past the limit, but the interval is not wholly above it" if change > limit else "within the limit"
+        rules.append(rule("latency_vs_champion", change, limit, not low > limit, said, note=f"passed ({why}): {said}"))
     if "single_median_ms" in perf:
         ms, budget, rounds = float(perf["single_median_ms"]), cfg.latency_budget_ms, int(perf.get("latency_rounds", 0))
         rules.append(rule("latency_budget", ms, budget, bool(ms <= budget),

@@ -10,6 +10,15 @@ The intervals are the paired bootstrap of all the rows at once, computed from wh
 
 So the memory is ``O(slice values x GROUPS)`` whatever the number of rows, and the intervals are the same whatever
 the chunks, up to the order of float sums.
+
+Small values are pooled: a column's values of fewer than ``gate.slice_min_rows`` rows, when there are at least two of
+them and together they have ``POOL_MIN_ROWS`` (or ``slice_min_rows`` if lower), make one more row (``SliceRow.pooled``:
+how many values it holds) whose interval is the paired bootstrap of all their rows, so 46 cities of 3-12 holdout rows
+each are judged together. ``POOL_MIN_ROWS`` is the usual rule of thumb for a bootstrap interval of a mean to hold its
+level; a single value keeps ``slice_min_rows`` (a change on a few hundred rows, not on a handful, says the model). The
+intervals are Bonferroni-corrected for the number of rows the gate judges (``bonferroni``): each at level
+``1 - (1 - gate.confidence) / judged``, so a healthy model is rejected by chance on at most ``1 - gate.confidence``
+of its evaluations however many slices it has.
 """
 
 from __future__ import annotations
@@ -24,6 +33,19 @@ from mlassets.core.evaluate.record import NAN, SliceRow
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+
+POOL_MIN_ROWS = 30  # rows a pooled row of small values needs (fewer: its values are listed as unjudged)
+
+
+def bonferroni(confidence: float, judged: int) -> float:
+    """The per-slice interval level that keeps the chance of any false rejection among ``judged`` slices under
+    ``1 - confidence``."""
+    return 1.0 - (1.0 - confidence) / max(judged, 1)
+
+
+def pooled_label(values: int, min_rows: int) -> str:
+    return f"({values} values under {min_rows} rows, pooled)"
 
 
 class SliceSums:
@@ -86,18 +108,33 @@ class SliceSums:
             for model in self.models:
                 kept[model].append(losses[model][self.main][rows])
 
-    def slice_rows(self, cfg: PipelineConfig, grouped: GroupBootstrap | None) -> list[SliceRow]:
-        """One row per value of the column: values sorted, those without rows left out."""
+    def pooled(self, min_rows: int) -> list[int]:
+        """The values pooled into one row: those of fewer than ``min_rows`` rows, when there are at least two and
+        together they have ``POOL_MIN_ROWS`` (or ``min_rows`` if lower); else none."""
+        small = sorted((k for k in range(len(self.labels)) if 0 < self.counts[k] < min_rows),
+                       key=lambda k: self.labels[k])  # by label: the same rows in the same order whatever the chunks
+        enough = int(sum(self.counts[k] for k in small)) >= min(min_rows, POOL_MIN_ROWS)
+        return small if len(small) > 1 and enough else []
+
+    def judged(self, min_rows: int) -> int:
+        """How many rows of this column the gate judges: values of ``min_rows`` rows or more, and the pooled row."""
+        return int(sum(1 for n in self.counts if n >= min_rows)) + (1 if self.pooled(min_rows) else 0)
+
+    def slice_rows(self, cfg: PipelineConfig, grouped: GroupBootstrap | None, level: float | None = None
+                   ) -> list[SliceRow]:
+        """One row per value of the column (values sorted, those without rows left out), then the pooled row of its
+        small values if any; intervals at ``level`` (default ``gate.confidence``)."""
         import numpy as np
 
         main = get_metric(self.main)
+        level = cfg.gate.confidence if level is None else level
         with np.errstate(invalid="ignore", divide="ignore"):
             values = {model: {m: get_metric(m).finish(s / self.counts) for m, s in per.items()}
                       for model, per in self.sums.items()}
             champ = "champion" in self.models
             change = (values["candidate"][self.main] / values["champion"][self.main] - 1.0 if champ
                       else np.full(len(self.labels), NAN))
-        lo, hi = self._intervals(cfg, main.root, grouped) if champ else (change, change)
+        lo, hi = self._intervals(cfg, main.root, grouped, level) if champ else (change, change)
         rows = []
         for k in sorted((k for k in range(len(self.labels)) if self.counts[k] > 0), key=lambda i: self.labels[i]):
             rows.append(SliceRow(
@@ -106,9 +143,44 @@ class SliceSums:
                 champion={m: float(v[k]) for m, v in values["champion"].items()} if champ else None,
                 change=float(change[k]), ci_low=float(lo[k]), ci_high=float(hi[k]),
             ))
+        pooled = self.pooled(cfg.gate.slice_min_rows)
+        if pooled:
+            rows.append(self._pooled_row(cfg, pooled, grouped, level))
         return rows
 
-    def _intervals(self, cfg: PipelineConfig, root: bool, grouped: GroupBootstrap | None
+    def _pooled_row(self, cfg: PipelineConfig, pooled: list[int], grouped: GroupBootstrap | None, level: float
+                    ) -> SliceRow:
+        """The small values' rows as one slice: their metrics, change and paired interval (the exact row bootstrap
+        up to ``GROUPS`` rows, every pooled value's rows being kept; the group bootstrap of their summed groups
+        beyond)."""
+        import numpy as np
+
+        gate, main = cfg.gate, get_metric(self.main)
+        n = int(self.counts[pooled].sum())
+        label = pooled_label(len(pooled), gate.slice_min_rows)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = {model: {m: float(get_metric(m).finish(s[pooled].sum() / n)) for m, s in per.items()}
+                      for model, per in self.sums.items()}
+        champ = "champion" in self.models
+        if not champ:
+            return SliceRow(slice=self.column, value=label, n=n, candidate=values["candidate"], pooled=len(pooled))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            change = values["candidate"][self.main] / values["champion"][self.main] - 1.0
+        if n <= GROUPS:
+            loss_c, loss_h = (np.concatenate([x for k in pooled for x in self.rows[k][m]]) for m in
+                              ("candidate", "champion"))
+            lo, hi = row_interval(self.column, label, loss_c, loss_h, gate.bootstrap_samples, level,
+                                  cfg.training.seed, main.root)
+        else:
+            grouped = grouped or GroupBootstrap(0, gate.bootstrap_samples, cfg.training.seed, GROUPS)
+            boot = grouped.relative_change(self.group_sums["candidate"][pooled].sum(0)[None],
+                                           self.group_sums["champion"][pooled].sum(0)[None], main.root)
+            (lo,), (hi,) = interval(boot, level)
+        return SliceRow(slice=self.column, value=label, n=n, candidate=values["candidate"],
+                        champion=values["champion"], change=float(change), ci_low=float(lo), ci_high=float(hi),
+                        pooled=len(pooled))
+
+    def _intervals(self, cfg: PipelineConfig, root: bool, grouped: GroupBootstrap | None, level: float
                    ) -> tuple[np.ndarray, np.ndarray]:
         import numpy as np
 
@@ -119,12 +191,12 @@ class SliceSums:
             if kept is not None and 0 < self.counts[k] <= GROUPS:
                 loss_c, loss_h = (np.concatenate(kept[m]) for m in ("candidate", "champion"))
                 lo[k], hi[k] = row_interval(self.column, self.labels[k], loss_c, loss_h, gate.bootstrap_samples,
-                                            gate.confidence, seed, root)
+                                            level, seed, root)
         if large:
             grouped = grouped or GroupBootstrap(0, gate.bootstrap_samples, seed, GROUPS)
             boot = grouped.relative_change(self.group_sums["candidate"][large], self.group_sums["champion"][large],
                                            root)
-            lo[large], hi[large] = interval(boot, gate.confidence)
+            lo[large], hi[large] = interval(boot, level)
         return lo, hi
 
 
@@ -147,9 +219,15 @@ class SlicesSums:
         for sums in self.columns:
             sums.add(frame[sums.column], losses, row_group)
 
+    def level(self) -> float:
+        """Each interval's level: ``gate.confidence`` Bonferroni-corrected for every row the gate judges."""
+        gate = self.cfg.gate
+        return bonferroni(gate.confidence, sum(sums.judged(gate.slice_min_rows) for sums in self.columns))
+
     def slice_rows(self) -> list[SliceRow]:
         grouped = None
         if self.has_champion:
             gate = self.cfg.gate
             grouped = GroupBootstrap(0, gate.bootstrap_samples, self.cfg.training.seed, GROUPS)
-        return [row for sums in self.columns for row in sums.slice_rows(self.cfg, grouped)]
+        level = self.level()
+        return [row for sums in self.columns for row in sums.slice_rows(self.cfg, grouped, level)]

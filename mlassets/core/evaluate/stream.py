@@ -89,6 +89,7 @@ class ValueSums:
             calibration = {model: sums.calibration() for model, sums in self.overall.items()}
         return {"holdout_rows": self.overall["candidate"].n, "candidate": self.overall["candidate"].metrics(),
                 "champion": champion.metrics() if champion else None, "slices": self.slices.slice_rows(),
+                "slice_confidence": self.slices.level(),
                 "predictions": self.predictions.stats(), "calibration": calibration}
 
 

@@ -119,8 +119,14 @@ def test_the_candidate_is_judged_against_the_champion_timed_side_by_side(monkeyp
     noisy = gate({"vs_champion_change": 0.7, "vs_champion_ci_low": 0.3, "vs_champion_ci_high": 1.1})
     assert noisy.passed  # above the limit, but not beyond doubt: not rejected on noise
     (latency,) = [r for r in noisy.rules if r.name == "latency_vs_champion"]
-    assert latency.note == "passed: past the limit, but its 95% interval [+30.0%, +110.0%] does not confirm it"
-    assert all(r.note == "" for r in slow.rules)  # a failed rule says its reason; a rule within its limit, nothing
+    assert latency.note == ("passed (past the limit, but the interval is not wholly above it): single-row latency "
+                            "1.70x the champion's (+70.0%, limit +50%), timed side by side; 95% interval [+30.0%, "
+                            "+110.0%]")  # the verdict beside the value and its interval
+    within = gate({"vs_champion_change": 0.1, "vs_champion_ci_low": -0.2, "vs_champion_ci_high": 0.6})
+    (latency,) = [r for r in within.rules if r.name == "latency_vs_champion"]
+    assert latency.passed and latency.note.startswith("passed (within the limit): single-row latency 1.10x")
+    assert latency.note.endswith("95% interval [-20.0%, +60.0%]")  # the interval said even where it passes plainly
+    assert all(r.note == "" for r in slow.rules)  # a failed rule says its reason instead
 
 
 def test_size_rule_rejects_an_oversized_model(tmp_path):
