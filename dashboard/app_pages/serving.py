@@ -1,11 +1,12 @@
 """Serving latency: the batch-inference path by stage (OpenTelemetry spans), p50/p99, slow against fast requests."""
 
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from dashboard import data
 from mlassets.core.diagnose.serving_verdict import verdict
-from mlassets.core.diagnose.spans import ENDPOINT, requests, slow_vs_fast, stage_table, too_few_for_p99
+from mlassets.core.diagnose.spans import ENDPOINT, requests, slow_vs_fast, stage_table, too_few_for_p99, variants
 
 st.title("Serving latency")
 spans = data.serving_spans()
@@ -17,8 +18,15 @@ else:
     kinds = sorted(k for k in spans["root"].unique() if k)
     first = next((k for k in (ENDPOINT, "request") if k in kinds), kinds[0])
     kind = st.selectbox("Requests", kinds, index=kinds.index(first), key="kind")
-    reqs = requests(spans, kind)
-    st.caption(f"{len(reqs)} traced {kind} requests")
+    answered = variants(spans, kind)
+    variant = None
+    if len(answered) > 1:  # an online test: the canary's requests beside the champion's
+        variant = st.radio("Answered by", ["all", *answered], horizontal=True, key="variant")
+        variant = None if variant == "all" else variant
+        per_variant = pd.DataFrame({v: stage_table(requests(spans, kind, v)).loc["total"] for v in answered}).T
+        st.dataframe(per_variant.round(2), key="variants")
+    reqs = requests(spans, kind, variant)
+    st.caption(f"{len(reqs)} traced {kind} requests" + (f" answered by the {variant}" if variant else ""))
     if few := too_few_for_p99(len(reqs)):
         st.warning(few)
     table = stage_table(reqs).round(2)

@@ -27,6 +27,12 @@ def report(frame, title: str) -> str:  # noqa: ANN001 - the spans DataFrame
         p50, p99 = found.table.loc[stage, "p50_ms"], found.table.loc[stage, "p99_ms"]
         lines.append(f"{LABELS[stage]:<18}{p50:>9.1f}{p99:>9.1f}{found.slow[stage]:>10.1f}{fast[stage]:>10.1f}")
     lines.append(f"{'request':<18}{found.p50_ms:>9.1f}{found.p99_ms:>9.1f}")
+    if len(answered := spans.variants(frame, spans.ENDPOINT)) > 1:  # an online test: each variant's own figures
+        lines.append("")
+        for name in answered:
+            mine = spans.requests(frame, spans.ENDPOINT, name)["total"]
+            lines.append(f"answered by {name:<10}{mine.quantile(0.5):>7.1f}{mine.quantile(0.99):>9.1f}"
+                         f"   ({len(mine)} requests)")
     if few := spans.too_few_for_p99(len(reqs)):
         lines += ["", few]
     lines += ["", f"Verdict: {found.headline}", found.sentence()]

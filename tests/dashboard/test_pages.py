@@ -215,3 +215,25 @@ def test_versions_are_named_by_their_readable_key(stack: Stack) -> None:
     assert "data_commit" not in versions.columns
     assert at.selectbox(key="version").options[:2] == ["v2 · 2013-02.22222222", "v1 · 2013-01.11111111"]
     assert "**Gate rejected**: slice origin=EWR: +8.0%" in _text(at)  # the verdict once, no "failed: fail:"
+
+
+def test_the_serving_page_sets_a_canarys_requests_beside_the_champions(home: str) -> None:
+    import json
+
+    lines = []
+    for i, (variant, model_ms) in enumerate([("champion", 2)] * 8 + [("canary", 7)] * 4):
+        start, trace = i * 10**9, f"{i:032x}"
+        lines.append({"trace_id": trace, "span_id": f"{i:016x}", "parent_id": "", "name": "endpoint_request",
+                      "start_ns": start, "end_ns": start + model_ms * 10**6, "attributes": {"variant": variant}})
+        lines.append({"trace_id": trace, "span_id": f"{i:012x}0001", "parent_id": f"{i:016x}", "name": "model",
+                      "start_ns": start, "end_ns": start + model_ms * 10**6, "attributes": {}})
+    (Path(home) / "traces").mkdir(parents=True, exist_ok=True)
+    (Path(home) / "traces" / "serving.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    at = _page("serving")
+    assert not at.exception, at.exception
+    per_variant = at.dataframe[0].value
+    assert per_variant.loc["canary", "p50_ms"] == pytest.approx(7.0)
+    assert per_variant.loc["champion", "p50_ms"] == pytest.approx(2.0)
+    at.radio(key="variant").set_value("canary").run()
+    assert "4 traced endpoint_request requests answered by the canary" in _text(at)
+    assert at.dataframe[1].value.loc["model", "p50_ms"] == pytest.approx(7.0)

@@ -109,3 +109,25 @@ def test_a_slow_dependency_of_a_real_endpoint_is_named(reg: Registry, tmp_path: 
     assert statuses == [200] * 40
     found = _verdict(spans.read_spans(trace_file))
     assert found.causes[0] == "a dependency" and found.extra["downstream"] > 200
+
+
+def test_an_online_tests_requests_are_told_apart_by_who_answered(tmp_path: Path) -> None:
+    """Traces written by the endpoint's own spans: the canary's requests and the champion's are read apart, and
+    ``diagnose --serving`` prints each one's p50/p99 beside the whole."""
+    from mlassets.serve import diagnose
+    from mlassets.serve.telemetry import RequestTrace
+
+    spans.enable(tmp_path / "serving.jsonl")
+    for i, (variant, model_ms) in enumerate([("champion", 2)] * 6 + [("canary", 9)] * 3):
+        start = i * 100_000_000
+        request = RequestTrace(start, "predict")
+        request.stage("model", start, start + model_ms * 1_000_000)
+        request.end(start + model_ms * 1_000_000, status=200, variant=variant)
+    frame = spans.read_spans(tmp_path / "serving.jsonl")
+    assert spans.variants(frame, spans.ENDPOINT) == ["canary", "champion"]
+    canary = spans.requests(frame, spans.ENDPOINT, "canary")
+    assert len(canary) == 3 and canary["model"].round(3).eq(9.0).all()
+    assert len(spans.requests(frame, spans.ENDPOINT, "champion")) == 6 == len(spans.requests(frame, spans.ENDPOINT)) - 3
+    printed = diagnose.report(frame, "endpoint")
+    assert "answered by canary        9.0      9.0   (3 requests)" in printed
+    assert "answered by champion      2.0      2.0   (6 requests)" in printed

@@ -77,23 +77,36 @@ def enable(path: Path) -> None:
 
 def read_spans(path: Path) -> pd.DataFrame:
     """One row per span: trace, ids, name, root (the request's top span name), duration in ms."""
-    columns = ["trace_id", "span_id", "parent_id", "name", "start_ns", "duration_ms", "root"]
+    columns = ["trace_id", "span_id", "parent_id", "name", "start_ns", "duration_ms", "root", "variant"]
     if not path.is_file():
         return pd.DataFrame(columns=columns)
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    frame = pd.DataFrame(rows, columns=["trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns"])
+    frame = pd.DataFrame(rows, columns=["trace_id", "span_id", "parent_id", "name", "start_ns", "end_ns",
+                                        "attributes"])
     if frame.empty:
         return pd.DataFrame(columns=columns)
     frame["duration_ms"] = (frame["end_ns"] - frame["start_ns"]) / 1e6
-    roots = frame[frame["parent_id"] == ""].set_index("trace_id")["name"]
-    frame["root"] = frame["trace_id"].map(roots).fillna("")
+    top = frame[frame["parent_id"] == ""].drop_duplicates("trace_id").set_index("trace_id")
+    frame["root"] = frame["trace_id"].map(top["name"]).fillna("")
+    answered = top["attributes"].map(lambda a: str(a.get("variant", "")) if isinstance(a, dict) else "")
+    frame["variant"] = frame["trace_id"].map(answered).fillna("")  # who answered (an online test's champion, canary)
     return frame[columns]
 
 
-def requests(spans: pd.DataFrame, root: str) -> pd.DataFrame:
-    """One row per request of kind ``root``: its total ms and the ms of every stage under it (0 if absent)."""
+def variants(spans: pd.DataFrame, root: str) -> list[str]:
+    """The variants that answered requests of kind ``root`` (``champion``, ``canary`` during a canary test)."""
+    if "variant" not in spans:
+        return []
+    return sorted(v for v in spans.loc[spans["root"] == root, "variant"].unique() if v)
+
+
+def requests(spans: pd.DataFrame, root: str, variant: str | None = None) -> pd.DataFrame:
+    """One row per request of kind ``root`` (answered by ``variant``, if given): its total ms and the ms of every
+    stage under it (0 if absent)."""
     names = stages_of(root)
     mine = spans[spans["root"] == root]
+    if variant is not None:
+        mine = mine[mine["variant"] == variant]
     if mine.empty:
         return pd.DataFrame(columns=["total", *names, "other"], dtype="float64")
     total = mine[mine["parent_id"] == ""].groupby("trace_id")["duration_ms"].sum().rename("total")
