@@ -15,8 +15,9 @@ from mlassets.core.registry.once import AGAIN_TAG, Made, already, existing
 from mlassets.defs.jobs import STOPPED_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 
-IN_PROGRESS = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING,
-               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+# submitted and not finished (a run created and never submitted is no launch: it would stop every later one)
+IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+               dg.DagsterRunStatus.CANCELING]
 
 
 def _root(run: dg.DagsterRun) -> str:

@@ -20,8 +20,10 @@ from mlassets.core.registry.promotion import PromotionLog
 from mlassets.defs.jobs import STOPPED_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.examples.sales import write_example
+from mlassets.host.code_server import LOCATION
 from mlassets.host.instance import get_instance
-from mlassets.host.runs import ingest, register
+from mlassets.host.run_origin import job_origin
+from mlassets.host.runs import REPOSITORY, ingest, register
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +78,7 @@ def test_a_version_launched_again_from_dagster_makes_no_second_candidate(home: s
 
 
 def test_of_two_launches_at_once_the_later_trains_nothing(home: str, tmp_path: Path) -> None:
-    """A run of the version made earlier and still in progress (queued, or training) stops the later one."""
+    """A run of the version launched earlier and still in progress (queued, or training) stops the later one."""
     cfg = load_config(write_example(tmp_path / "sales", months=1))
     instance, name = get_instance(), cfg.model.registered_name
     key = ingest(instance, cfg, "2024-01").key
@@ -84,7 +86,9 @@ def test_of_two_launches_at_once_the_later_trains_nothing(home: str, tmp_path: P
     recon = ReconstructableRepository.for_module("mlassets.definitions", "defs").get_reconstructable_job(
         pipeline_job_name(cfg))
     earlier = instance.create_run_for_job(job_def=recon.get_definition(), tags={"dagster/partition": key},
-                                          job_code_origin=recon.get_python_origin())
-    later = _launch(instance, cfg, key)  # the earlier one is NOT_STARTED: launched, not yet running
+                                          job_code_origin=recon.get_python_origin(),
+                                          remote_job_origin=job_origin(LOCATION, REPOSITORY, pipeline_job_name(cfg)),
+                                          status=dg.DagsterRunStatus.QUEUED)  # launched from the UI, queued
+    later = _launch(instance, cfg, key)
     assert f"run {earlier.run_id} is training data version {key}" in later.tags[STOPPED_TAG]
     assert _versions(name) == []
