@@ -60,10 +60,12 @@ class Made:
 
 def plugin_digest(spec: str) -> str:
     """sha256 of a plug-in's source file, found without running it (what training records); '' when not found."""
+    from mlassets.core.config.model import plugin_kind
+
     target = spec.rpartition(":")[0]
     if not target:
         return ""
-    path: Path | None = Path(target) if target.endswith(".py") else None
+    path: Path | None = Path(target) if plugin_kind(spec) == "file" else None
     if path is None:
         try:
             found = importlib.util.find_spec(target)
