@@ -144,16 +144,17 @@ def read_unchanged(path: str | Path, expected: str = "", key: str = "KEY") -> It
     """Guard an ingest's read of a delivered file or folder: refused (``Refused``, before anything is written) when
     its content is no longer the one the landing sensor found whole (``expected``: its fingerprint then), or when it
     changes while the body reads it (its stamp before and after)."""
-    delivered = Path(path)
+    shown = Path(path)
+    delivered = shown if expected else shown.resolve()  # as the sensor saw it; a link given to --from: its file
     root = delivered.parent.resolve()
     before = stamp(delivered, root, sys.maxsize)
     if expected:
         now = fingerprint(delivered)
         if now != expected:
-            raise Refused(f"{delivered} changed after the landing sensor found it whole (sha256 {expected[:12]}... "
+            raise Refused(f"{shown} changed after the landing sensor found it whole (sha256 {expected[:12]}... "
                           f"then, {now[:12]}... now); not ingested: a delivery rewritten in place is a new version "
-                          f"only when you say so (mlassets ingest --config ... --partition {key} --from {delivered})")
+                          f"only when you say so (mlassets ingest --config ... --partition {key} --from {shown})")
     yield
     if stamp(delivered, root, sys.maxsize) != before:
-        raise Refused(f"{delivered} changed while it was read (its size or mtime moved); not ingested: deliver a "
+        raise Refused(f"{shown} changed while it was read (its size or mtime moved); not ingested: deliver a "
                       "finished copy by renaming it into place")

@@ -92,3 +92,16 @@ def test_an_ingest_reads_only_the_content_the_sensor_found_whole(tmp_path: Path)
         with read_unchanged(delivered):  # `mlassets ingest --from`: no sensor, still whole while read
             with delivered.open("a") as fh:
                 fh.write("4,5\n")
+
+
+def test_a_link_given_to_from_is_read_as_the_file_it_names(tmp_path: Path) -> None:
+    """``mlassets ingest --from`` a link to a file elsewhere (the user's own choice) is read; the landing folder's
+    rule against links that leave it is the sensor's."""
+    from mlassets.core.automation.landing import read_unchanged
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "jan.csv").write_text("a\n1\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "2024-01.csv").symlink_to(tmp_path / "data" / "jan.csv")
+    with read_unchanged(tmp_path / "in" / "2024-01.csv"):
+        pass
