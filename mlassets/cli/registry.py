@@ -182,3 +182,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     history.add_argument("--config", default="", help="or the dataset config whose model it is")
     history.add_argument("--at", default="", help="ISO 8601 time (UTC unless it names a zone)")
     history.set_defaults(func=_guarded(cmd_history))
+    from mlassets.cli.adopt import add_command
+
+    add_command(sub, model_help, _guarded)

@@ -121,7 +121,7 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
                                 f"config> --partition {d.key} --from {d.path}")
         requests = [
             dg.RunRequest(run_key=f"{d.key}:{digest[:16]}", partition_key=d.key,
-                          run_config={"ops": {op: {"config": {"delivered": d.path}}}},
+                          run_config={"ops": {op: {"config": {"delivered": d.path, "delivered_sha256": digest}}}},
                           tags={TRIGGER_TAG: "landing", DELIVERY_TAG: d.path, PARTITIONS_TAG: d.key,
                                 DATASET_TAG: cfg.dataset.name})
             for d, digest in decision.ready

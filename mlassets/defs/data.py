@@ -2,10 +2,12 @@
 
 import dataclasses
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 import dagster as dg
 
+from mlassets.core.automation.landing import read_unchanged
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.ingest import DataRejected, Ingested, ingest_partition
 from mlassets.core.data.raw import check_partition_key, main_table, partition_tables, raw_repo, stage_tables
@@ -19,6 +21,7 @@ class IngestConfig(dg.Config):
     """Where the partition's tables come from, and fault injection for demos and tests (off by default)."""
 
     delivered: str = ""  # a delivered file, or a folder of <table> files, instead of the source (a replay, a test)
+    delivered_sha256: str = ""  # its fingerprint when the landing sensor found it whole: read only if still so
     corrupt_slice: str = ""  # e.g. "carrier=EV": shift that slice's training labels
     corrupt_shift: float = 0.0
 
@@ -37,11 +40,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except ValueError as exc:
             raise dg.Failure(str(exc)) from None
         work = tempfile.TemporaryDirectory(prefix="mlassets-ingest-")  # the staged tables, streamed to the store
+        guard = read_unchanged(config.delivered, config.delivered_sha256, key) if config.delivered else nullcontext()
         try:
             notes: list[str] = []
-            tables = (partition_tables(cfg, key, config.delivered or None, notes) if config.corrupt_slice
-                      else stage_tables(cfg, key, Path(work.name), config.delivered or None, notes))
-        except ValueError as exc:  # an unreadable delivery: named, and nothing was written
+            with guard:  # the delivery the sensor found whole, unchanged while read; else nothing is written
+                tables = (partition_tables(cfg, key, config.delivered or None, notes) if config.corrupt_slice
+                          else stage_tables(cfg, key, Path(work.name), config.delivered or None, notes))
+        except (ValueError, OSError) as exc:  # an unreadable delivery: named, and nothing was written
             work.cleanup()
             raise dg.Failure(description=f"partition {key} was not ingested: {exc}") from None
         if config.corrupt_slice:

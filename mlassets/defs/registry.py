@@ -14,6 +14,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.registry.once import AGAIN_TAG, RETRAIN_OF_TAG, ROOT_RUN_TAG, Made
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion, RegistryRecord
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import table
@@ -26,10 +27,9 @@ from mlassets.defs.lookup import (
     run_url,
     version_metadata,
 )
+from mlassets.defs.once import stop_reason, stopped
 from mlassets.defs.partitions import blocking_check, data_versions
 from mlassets.defs.verdict import rejection_failure
-
-ROOT_RUN_TAG = "mlassets.dagster_root_run"  # the run (and its retries) that registered a version: registered once
 
 
 def rejection(name: str, version: str, label: str, gate: GateResult, live: str | None) -> str:
@@ -61,13 +61,19 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                                 "promotion). A rejected version stays Failed in this check's status while the latest "
                                 "execution, a newer version, passes: the history lists each version's verdict")
 
-    @dg.asset(key=keys.registered_model, partitions_def=versions_def, group_name="registry",
-              ins={"candidate": dg.AssetIn(keys.candidate_model), "evaluation": dg.AssetIn(keys.evaluation)},
-              check_specs=[gate_check], required_resource_keys={"store", "mlflow"}, kinds={"mlflow"})
+    doc = ("The candidate as an MLflow model version whose tags are its registry record (provenance and gate "
+           "result), described for people; its input/output signature was recorded when the training run logged it.")
+    out = keys.registered_model.to_python_identifier()
+
+    @dg.multi_asset(  # a multi-asset only to make the output and its check optional: none when the candidate was
+        # registered already (``defs.once``); it is one asset
+        name=out, outs={out: dg.AssetOut(key=keys.registered_model, group_name="registry", kinds={"mlflow"},
+                                         description=doc, is_required=False)},
+        ins={"candidate": dg.AssetIn(keys.candidate_model), "evaluation": dg.AssetIn(keys.evaluation)},
+        partitions_def=versions_def, check_specs=[gate_check], required_resource_keys={"store", "mlflow"},
+        can_subset=True)
     def registered_model(context: dg.AssetExecutionContext, candidate: Candidate,
                          evaluation: Evaluation) -> Iterator[object]:
-        """The candidate as an MLflow model version whose tags are its registry record (provenance and gate
-        result), described for people; its input/output signature was recorded when the training run logged it."""
         import mlflow
 
         from mlassets.core.registry import promote, versions
@@ -77,14 +83,21 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         names = version_metadata(context.resources.store.open(), cfg, record.data_commit)
         label, url = str(names["data_version_name"]), run_url(context.run_id)
         root = context.run.root_run_id or context.run_id  # a retry of the run finds the version it registered
-        version = versions.registered_by(name, candidate.model_uri, ROOT_RUN_TAG, root) or versions.register(
-            name, candidate.model_uri, record, description=versions.describe(record, label, url),
-            links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label, ROOT_RUN_TAG: root})
+        version = versions.registered_by(name, candidate.model_uri, ROOT_RUN_TAG, root)
+        if version is None:
+            duplicate = stop_reason(context, cfg, keys, Made.of(candidate.provenance), "nothing registered")
+            if duplicate:  # a candidate made from the same data, config and code is registered already
+                stopped(context, duplicate, "already registered")
+                return
+            again = {RETRAIN_OF_TAG: context.run.tags[AGAIN_TAG]} if AGAIN_TAG in context.run.tags else {}
+            version = versions.register(
+                name, candidate.model_uri, record, description=versions.describe(record, label, url),
+                links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label, ROOT_RUN_TAG: root, **again})
         if gate.passed:
             versions.set_alias(name, versions.CHALLENGER, version.version)
         mlflow.set_tag("registered_version", version.version)
         registered = RegisteredVersion(name=name, version=str(version.version), record=record)
-        yield dg.Output(registered, metadata={
+        yield dg.Output(registered, output_name=out, metadata={
             **names, "model_name": name, "version": registered.version, "gate_passed": gate.passed,
             "data_commit": record.data_commit, "git_sha": record.git_sha, "gated_against": gate.gated_against,
             **mlflow_links(record.mlflow_run_id, active_experiment_id(), name, registered.version),

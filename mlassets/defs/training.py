@@ -15,11 +15,13 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
+from mlassets.core.registry.once import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
-from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG, STOPPED_TAG
+from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
+from mlassets.defs.once import stop_reason, stopped
 from mlassets.defs.ops import dashboard_url
 from mlassets.defs.partitions import data_versions
 
@@ -114,8 +116,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         out_dir = paths.work_dir(cfg.dataset.name, "train", version[:16], run_key)
         store = context.resources.store.open()
         warm_from = _warm_start_from(context, cfg)
-        init_bundle = verified_bundle(cfg.model.registered_name, warm_from) if warm_from else ""
         run_cfg = tuned_config(cfg, keys.tuned_hparams.path)  # the newest tuned values unless the config pins them
+        made = Made.now(run_cfg, version, warm_from)
+        duplicate = stop_reason(context, cfg, keys, made, "nothing trained")  # one candidate, from any door
+        if duplicate:
+            stopped(context, duplicate, "already trained")
+            return
+        init_bundle = verified_bundle(cfg.model.registered_name, warm_from) if warm_from else ""
         job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from,
                                force_budget=context.run.tags.get(FORCE_TAG) == "budget")
         (out_dir / REFUSED).unlink(missing_ok=True)
@@ -129,9 +136,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         except Exception:
             refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
             if refusal:  # stopped on purpose: nothing trained, nothing downstream runs, and no failure
-                context.log.warning(f"not trained: {refusal}")
-                context.instance.add_run_tags(context.run_id, {STOPPED_TAG: refusal})
-                mlflow.set_tags({"mlassets.stopped": "over budget", "mlassets.stopped_reason": refusal[:5000]})
+                stopped(context, refusal, "over budget")
                 # Pipes made every output required (a typed event stream); none is, for a run that trained nothing.
                 # Dagster has no public setter back (1.13); tests/test_training_failure.py fails if this stops working
                 context.op_execution_context._step_execution_context._requires_typed_event_stream = False

@@ -20,10 +20,10 @@ from pathlib import Path
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.registry.once import Made, existing
 from mlassets.defs.factory import pipeline_job_name
 from mlassets.defs.lookup import COMMIT_TAG, DATASET_TAG
 
-AGAIN_TAG = "mlassets/again"  # a deliberate retrain of a data version that has a candidate already
 IN_PROGRESS = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING,
                dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
@@ -49,22 +49,10 @@ class Existing:
 
 
 def existing_candidate(cfg: PipelineConfig, commit: str) -> Existing | None:
-    """The newest model version trained on ``commit`` with this config and this code, if there is one."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
-
-    from mlassets.core import lineage
-
-    name = cfg.model.registered_name
-    try:
-        found = mlflow.MlflowClient().search_model_versions(f"name = '{name}'")
-    except MlflowException:
-        return None
-    want = {"data_commit": commit, "config_hash": cfg.config_hash(), "git_sha": lineage.git_sha(),
-            "git_dirty": "true" if lineage.git_dirty() else "false"}
-    same = [v for v in found if all(v.tags.get(k) == value for k, value in want.items())]
-    newest = max(same, key=lambda v: int(v.version), default=None)
-    return Existing(str(newest.version), newest.tags.get("dagster_run_id", "")) if newest else None
+    """The newest model version mlassets registered from ``commit`` with this config and this code, if there is one
+    (the pipeline asks the same before it trains: ``core.registry.once``)."""
+    found = existing(cfg.model.registered_name, Made.now(cfg, commit))
+    return Existing(str(found.version), found.tags.get("dagster_run_id", "")) if found else None
 
 
 def running(instance: dg.DagsterInstance, cfg: PipelineConfig, commit: str) -> dg.DagsterRun | None:

@@ -142,7 +142,8 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     (``run_once``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so."""
     from mlassets.core.data.store import open_store
     from mlassets.core.data.version_keys import resolve_key
-    from mlassets.host.run_once import AGAIN_TAG, AlreadyTrained, existing_candidate, only_run
+    from mlassets.core.registry.once import AGAIN_TAG
+    from mlassets.host.run_once import AlreadyTrained, existing_candidate, only_run
 
     register(cfg)
     store = open_store()

@@ -100,7 +100,9 @@ def test_a_delivery_is_ingested_once_when_whole_and_a_bad_name_is_only_logged(cf
     result = _settled(sensor, instance, None)
     (request,) = result.run_requests
     assert request.partition_key == "2024-01" and request.tags["mlassets/trigger"] == "landing"
-    assert request.run_config == {"ops": {"sales__raw_sales": {"config": {"delivered": str(landing / "2024-01.csv")}}}}
+    digest = json.loads(result.cursor)["2024-01"]  # what the ingest run checks before it reads
+    assert request.run_config == {"ops": {"sales__raw_sales": {"config": {"delivered": str(landing / "2024-01.csv"),
+                                                                          "delivered_sha256": digest}}}}
     assert result.dynamic_partitions_requests[0].partition_keys == ["2024-01"]
     assert _settled(sensor, instance, result.cursor).run_requests == []  # the same file: never again (nor retried)
     frame = pd.read_csv(landing / "2024-01.csv", dtype=str)
@@ -136,6 +138,32 @@ def test_a_half_written_delivery_is_never_read(cfg: PipelineConfig) -> None:
     third = _tick(sensor, instance, second.cursor)
     assert [r.partition_key for r in third.run_requests] == ["2024-02"]
     assert json.loads(third.cursor)["2024-02"] == hashlib.sha256(b"2024-02.csv\0" + whole).hexdigest()
+
+
+def test_a_delivery_rewritten_after_the_sensor_found_it_whole_is_not_ingested(cfg: PipelineConfig) -> None:
+    """Issue 33: between the sensor's decision and the ingest run's read, the file is rewritten in place; the run
+    refuses it, naming the path and the command that makes it a version, and no data version is made."""
+    from mlassets.cli.versions import data_versions
+    from mlassets.defs.jobs import ingest_job_name
+    from mlassets.defs.partitions import raw_partitions
+    from mlassets.host.runs import execute, register
+
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    landing.mkdir(exist_ok=True)
+    target = landing / "2024-01.csv"
+    shutil.copy(Path(cfg.dataset.path.replace("{partition}", "2024-01")), target)
+    (request,) = _settled(sensor, instance, None).run_requests
+    frame = pd.read_csv(target, dtype=str)
+    frame.loc[3, "units"] = "99"
+    frame.to_csv(target, index=False)  # rewritten in place before the run reads it
+    register(cfg)
+    instance.add_dynamic_partitions(raw_partitions(cfg).name, ["2024-01"])
+    run = execute(instance, ingest_job_name(cfg), "2024-01", request.run_config, tags=request.tags)
+    assert not run.success
+    assert f"{target} changed after the landing sensor found it whole" in (run.failure or "")
+    assert "--partition 2024-01 --from" in (run.failure or "")
+    assert data_versions(cfg) == [] and instance.get_dynamic_partitions(f"{cfg.dataset.name}_data_versions") == []
 
 
 def test_the_schedule_retrains_the_newest_version_with_the_policy(cfg: PipelineConfig) -> None:

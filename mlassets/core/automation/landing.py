@@ -13,6 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,3 +137,24 @@ def scan(folder: str | Path, pattern: str, max_mb: int = 10_240) -> tuple[list[D
             if not isinstance(exc, FileNotFoundError):
                 ignored.append(Ignored(entry.name, str(exc)))
     return sorted(found, key=lambda d: d.key), ignored
+
+
+@contextmanager
+def read_unchanged(path: str | Path, expected: str = "", key: str = "KEY") -> Iterator[None]:
+    """Guard an ingest's read of a delivered file or folder: refused (``Refused``, before anything is written) when
+    its content is no longer the one the landing sensor found whole (``expected``: its fingerprint then), or when it
+    changes while the body reads it (its stamp before and after)."""
+    shown = Path(path)
+    delivered = shown if expected else shown.resolve()  # as the sensor saw it; a link given to --from: its file
+    root = delivered.parent.resolve()
+    before = stamp(delivered, root, sys.maxsize)
+    if expected:
+        now = fingerprint(delivered)
+        if now != expected:
+            raise Refused(f"{shown} changed after the landing sensor found it whole (sha256 {expected[:12]}... "
+                          f"then, {now[:12]}... now); not ingested: a delivery rewritten in place is a new version "
+                          f"only when you say so (mlassets ingest --config ... --partition {key} --from {shown})")
+    yield
+    if stamp(delivered, root, sys.maxsize) != before:
+        raise Refused(f"{shown} changed while it was read (its size or mtime moved); not ingested: deliver a "
+                      "finished copy by renaming it into place")

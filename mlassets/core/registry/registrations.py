@@ -45,15 +45,16 @@ def _rows(log: PromotionLog, name: str, number: str) -> list[Entry]:
     return [e for e in log.entries(name) if e.action == REGISTER and e.to_version == number]
 
 
-def record(version: ModelVersion, log: PromotionLog | None = None) -> Entry:
+def record(version: ModelVersion, log: PromotionLog | None = None, who: str = "") -> Entry:
     """Append the row of a version mlassets just registered (once: its existing row is returned), then anchor
-    the history's head in MLflow."""
+    the history's head in MLflow; ``who``: the row's author (default: the user running this)."""
     log = log or RegistrationLog()
     name, number = version.name, str(version.version)
     found = _rows(log, name, number)
     if found:
         return found[0]
-    entry = log.append_next(name, {"action": REGISTER, "to_version": number, "reason": _canonical(binding(version))})
+    entry = log.append_next(name, {"action": REGISTER, "to_version": number, "who": who or None,
+                                    "reason": _canonical(binding(version))})
     head = log.head(name) or entry
     _client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
     return entry

@@ -72,3 +72,36 @@ def test_links_that_leave_the_folder_fifos_and_oversized_files_are_refused_unrea
     assert f"{landing / '2024-03.csv'} is a FIFO" in why["2024-03.csv"]
     assert "above automation.landing_max_mb (1 MB)" in why["2024-04.csv"]
     assert not any("hunter2" in r or "root:" in r for r in why.values())  # nothing of any content is quoted
+
+
+def test_an_ingest_reads_only_the_content_the_sensor_found_whole(tmp_path: Path) -> None:
+    """Issue 33: the ingest run re-checks the delivery before it reads (rewritten in place after the sensor's
+    decision: refused) and while it reads (its stamp moved: refused); unchanged, it reads."""
+    from mlassets.core.automation.landing import Refused, read_unchanged
+
+    delivered = tmp_path / "2024-01.csv"
+    delivered.write_text("a,b\n1,2\n")
+    found = fingerprint(delivered)
+    with read_unchanged(delivered, found, "2024-01"):
+        assert delivered.read_text() == "a,b\n1,2\n"
+    delivered.write_text("a,b\n1,3\n")  # rewritten in place after the sensor's decision
+    with pytest.raises(Refused, match=r"changed after the landing sensor found it whole .*--partition 2024-01 --from"):
+        with read_unchanged(delivered, found, "2024-01"):
+            pytest.fail("a changed delivery was read")
+    with pytest.raises(Refused, match="changed while it was read"):
+        with read_unchanged(delivered):  # `mlassets ingest --from`: no sensor, still whole while read
+            with delivered.open("a") as fh:
+                fh.write("4,5\n")
+
+
+def test_a_link_given_to_from_is_read_as_the_file_it_names(tmp_path: Path) -> None:
+    """``mlassets ingest --from`` a link to a file elsewhere (the user's own choice) is read; the landing folder's
+    rule against links that leave it is the sensor's."""
+    from mlassets.core.automation.landing import read_unchanged
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "jan.csv").write_text("a\n1\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "2024-01.csv").symlink_to(tmp_path / "data" / "jan.csv")
+    with read_unchanged(tmp_path / "in" / "2024-01.csv"):
+        pass
