@@ -23,6 +23,7 @@ from mlassets.defs import (
     training,
     tuning,
 )
+from mlassets.defs.fleet import fleet_run_tags
 from mlassets.defs.jobs import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions, raw_partitions
@@ -49,6 +50,7 @@ def dataset_defs(cfg: PipelineConfig) -> dg.Definitions:
         dg.define_asset_job(
             pipeline_job_name(cfg), selection=pipeline_selection(cfg, assets),
             executor_def=dg.in_process_executor,  # one process per run: on 2 cores a process per step costs more
+            tags=fleet_run_tags(cfg),  # the job spec, however the run starts (the UI too): admission reads it
             description="snapshot -> validate -> features -> train -> evaluate -> gate -> register -> predict",
         ),
         *(job for stage in STAGES if hasattr(stage, "jobs") for job in stage.jobs(cfg, keys)),
