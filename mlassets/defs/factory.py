@@ -17,6 +17,7 @@ from mlassets.defs import (
     features,
     monitoring,
     ops,
+    preemption,
     registry,
     serving,
     snapshot,
@@ -29,7 +30,8 @@ from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions, raw_partitions
 
 __all__ = ["STAGES", "dataset_defs", "ingest_job_name", "pipeline_job_name", "pipeline_selection"]
-STAGES = (data, snapshot, features, training, evaluation, registry, serving, monitoring, tuning, ops, automation)
+STAGES = (data, snapshot, features, training, evaluation, registry, serving, monitoring, tuning, ops, automation,
+          preemption)
 
 
 def pipeline_selection(cfg: PipelineConfig, assets: list[dg.AssetsDefinition]) -> list[dg.AssetKey]:
