@@ -11,7 +11,7 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.defs.fleet_admission import PREEMPTED_TAG
+from mlassets.defs.fleet import PREEMPTED_TAG
 from mlassets.defs.jobs import dataset_of_job
 from mlassets.defs.lookup import run_url
 

@@ -38,6 +38,7 @@ def queue_config(fleet: FleetConfig) -> dict[str, Any]:
     return {"concurrency": {"runs": {"tag_concurrency_limits": limits}}}
 
 
+PREEMPTED_TAG = "mlassets/preempted"  # a run stopped for a more urgent one (canceled, requeued): not a failure
 RESUME_TAG = "mlassets/resume_of"  # a requeued run: the preempted run whose working area (checkpoints) it resumes
 
 
@@ -59,3 +60,18 @@ def grace_s() -> float:
         return load_fleet().grace_s
     except ConfigError:
         return 60.0
+
+
+def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
+    """For a training step terminated because its run was preempted (``mlassets/preempted``): the step's failure
+    (``dg.Failure``, never retried, so that the run ends canceled and its requeued run resumes); else None."""
+    import dagster as dg
+
+    from mlassets.core.train.preempt import read_preemption
+
+    run = instance.get_run_by_id(run_id)
+    if run is None or not run.tags.get(PREEMPTED_TAG):
+        return None
+    step = read_preemption(out_dir)
+    written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
+    return dg.Failure(description=f"{run.tags[PREEMPTED_TAG]}: {written}; a requeued run resumes", allow_retries=False)

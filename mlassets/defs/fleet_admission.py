@@ -20,7 +20,6 @@ from mlassets.core.fleet.spec import TEAM_TAG, JobSpec, from_tags
 
 WAITS_TAG = "mlassets/fleet.waits"  # where an admitted run waited at submit, and for what
 REFUSED_TAG = "mlassets/fleet.refused"  # the sentence a run refused at launch was cancelled with
-PREEMPTED_TAG = "mlassets/preempted"  # a run stopped for a more urgent one (cancelled, requeued): not a failure
 _QUEUED = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
 _RUNNING = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
 

@@ -19,8 +19,7 @@ from typing import Any
 import dagster as dg
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.defs.fleet import RESUME_TAG
-from mlassets.defs.fleet_admission import PREEMPTED_TAG
+from mlassets.defs.fleet import PREEMPTED_TAG, RESUME_TAG
 from mlassets.defs.jobs import TRIGGER_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 

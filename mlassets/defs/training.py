@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator
 
 import dagster as dg
+from dagster._core.errors import DagsterExecutionInterruptedError
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
@@ -17,7 +18,7 @@ from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
-from mlassets.defs.fleet import training_env, work_run_id
+from mlassets.defs.fleet import preempted_failure, training_env, work_run_id
 from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG, STOPPED_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
@@ -127,6 +128,11 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         try:
             context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
                                         extras=extras)
+        except DagsterExecutionInterruptedError:  # terminated: for an urgent run, the checkpoint is written
+            preempted = preempted_failure(context.instance, context.run_id, out_dir)  # not retried: canceled
+            if preempted is not None:
+                raise preempted from None
+            raise
         except Exception:
             refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
             if refusal:  # stopped on purpose: nothing trained, nothing downstream runs, and no failure
