@@ -106,8 +106,9 @@ def test_jobs_and_resources(defs):
     assert {k.to_user_string() for k in monitor.asset_layer.executable_asset_keys} == {
         "flights/snapshot", "flights/drift_report"}
     assert {s.name for s in defs.sensors} == {"flights_new_data", "flights_drift_retrain", "mlassets_run_failures",
+                                              "flights_fleet_preemption",
                                               *(f"{d}_{s}" for d in ("flights_lightgbm", "orders", "orders_late")
-                                                for s in ("new_data", "drift_retrain"))}
+                                                for s in ("new_data", "drift_retrain", "fleet_preemption"))}
     assert set(defs.resources) == {"store", "mlflow", "pipes", "io_manager"}
     assert all(j.executor_def.name == "in_process" for j in (pipeline, defs.resolve_job_def("flights_ingest")))
 

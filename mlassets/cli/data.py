@@ -135,11 +135,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
+    from mlassets.defs.fleet_admission import Refused
     from mlassets.host.run_once import AlreadyRunning, AlreadyTrained
 
     try:
         row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
-                   force=args.force, again=args.again)
+                   force=args.force, again=args.again, waits=lambda why: print(f"mlassets run: {why}"))
+    except Refused as exc:
+        print(f"mlassets run: {exc}; nothing started", file=sys.stderr)
+        return 2
     except AlreadyTrained as exc:
         print(f"mlassets run: {exc}")
         return 0

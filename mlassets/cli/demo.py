@@ -80,11 +80,12 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
 
 
 def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str,
-         commit: str = "", force: bool = False, again: bool = False) -> VersionRow:
+         commit: str = "", force: bool = False, again: bool = False,
+         waits: Callable[[str], None] | None = None) -> VersionRow:
     """Run the pipeline for one data version (its partition key); its row of the demo table (``force``: over the
     run budget too)."""
     start = time.perf_counter()
-    run = run_pipeline(instance, cfg, version, force, again)
+    run = run_pipeline(instance, cfg, version, force, again, waits)
     return version_row(cfg, partition, version, run, time.perf_counter() - start, commit)
 
 

@@ -11,6 +11,7 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
+from mlassets.defs.fleet import PREEMPTED_TAG
 from mlassets.defs.jobs import dataset_of_job
 from mlassets.defs.lookup import run_url
 
@@ -63,6 +64,9 @@ def failure_sensor(configs: list[PipelineConfig]) -> dg.SensorDefinition:
     def run_failures(context: dg.RunFailureSensorContext) -> None:
         from mlassets.core.automation.alerts import post, record
 
+        if context.dagster_run.tags.get(PREEMPTED_TAG):  # stopped for an urgent run and requeued: not a failure
+            context.log.info(f"run {context.dagster_run.run_id[:8]}: {context.dagster_run.tags[PREEMPTED_TAG]}")
+            return
         alert = describe(context, configs)
         record(alert, alerts_log())
         context.log.error(alert.line())

@@ -16,6 +16,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
+from mlassets.defs.fleet_admission import admit_requests
 from mlassets.defs.jobs import (
     DELIVERY_TAG,
     RETRAIN_TAG,
@@ -77,13 +78,21 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
         keys = {c.id: version_key(added[c.id], c.id) for c in found.commits}
         fresh = [c for c in found.commits if c.id not in known]  # a home made before readable keys keyed by id
         new = [keys[c.id] for c in fresh if keys[c.id] not in known]
+        wanted = [c for c in fresh if not has_run(context.instance, job, keys[c.id])]
+        refusals = admit_requests(context.instance, cfg, len(wanted)) if cfg.automation.on_new_data else \
+            [""] * len(wanted)  # the drift report trains nothing
+        for c, why in zip(wanted, refusals, strict=True):
+            if why:
+                context.log.warning(f"data version {keys[c.id]}: the training run was not requested: {why}")
         requests = [
             dg.RunRequest(run_key=c.id, partition_key=keys[c.id],
                           tags={TRIGGER_TAG: "new_data", **version_tags(cfg, c.id, added[c.id], backend)})
-            for c in fresh if not has_run(context.instance, job, keys[c.id])
+            for c, why in zip(wanted, refusals, strict=True) if not why
         ]
+        refused = [why for why in refusals if why]
         return dg.SensorResult(run_requests=requests, cursor=found.head or context.cursor,
-                               dynamic_partitions_requests=[versions.build_add_request(new)] if new else [])
+                               dynamic_partitions_requests=[versions.build_add_request(new)] if new else [],
+                               skip_reason=refused[0] if refused and not requests else None)
 
     return new_data
 
@@ -152,6 +161,9 @@ def retrain_schedule(cfg: PipelineConfig) -> dg.ScheduleDefinition:
             return dg.SkipReason(f"{cfg.dataset.name} has no data version yet")
         previous = context.instance.get_runs_count(dg.RunsFilter(job_name=job, tags={TRIGGER_TAG: "schedule"}))
         policy = scheduled_retrain(auto, previous, live_version(cfg.model.registered_name) is not None)
+        refusal = admit_requests(context.instance, cfg, 1)[0]
+        if refusal:
+            return dg.SkipReason(f"the retrain of {known[-1]} was not requested: {refusal}")
         return dg.RunRequest(run_key=f"retrain:{context.scheduled_execution_time.isoformat()}",
                              partition_key=known[-1],
                              tags={TRIGGER_TAG: "schedule", RETRAIN_TAG: policy, **version_tags(cfg, known[-1])})

@@ -17,18 +17,21 @@ from mlassets.defs import (
     features,
     monitoring,
     ops,
+    preemption,
     registry,
     serving,
     snapshot,
     training,
     tuning,
 )
+from mlassets.defs.fleet import fleet_run_tags
 from mlassets.defs.jobs import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions, raw_partitions
 
 __all__ = ["STAGES", "dataset_defs", "ingest_job_name", "pipeline_job_name", "pipeline_selection"]
-STAGES = (data, snapshot, features, training, evaluation, registry, serving, monitoring, tuning, ops, automation)
+STAGES = (data, snapshot, features, training, evaluation, registry, serving, monitoring, tuning, ops, automation,
+          preemption)
 
 
 def pipeline_selection(cfg: PipelineConfig, assets: list[dg.AssetsDefinition]) -> list[dg.AssetKey]:
@@ -49,6 +52,7 @@ def dataset_defs(cfg: PipelineConfig) -> dg.Definitions:
         dg.define_asset_job(
             pipeline_job_name(cfg), selection=pipeline_selection(cfg, assets),
             executor_def=dg.in_process_executor,  # one process per run: on 2 cores a process per step costs more
+            tags=fleet_run_tags(cfg),  # the job spec, however the run starts (the UI too): admission reads it
             description="snapshot -> validate -> features -> train -> evaluate -> gate -> register -> predict",
         ),
         *(job for stage in STAGES if hasattr(stage, "jobs") for job in stage.jobs(cfg, keys)),

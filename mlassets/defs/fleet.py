@@ -36,3 +36,42 @@ def queue_config(fleet: FleetConfig) -> dict[str, Any]:
     least one GPU; the GPUs a run holds beyond one are counted by the fleet's lease table)."""
     limits = [{"key": TEAM_TAG, "value": team, "limit": spec.gpu_quota} for team, spec in fleet.teams.items()]
     return {"concurrency": {"runs": {"tag_concurrency_limits": limits}}}
+
+
+PREEMPTED_TAG = "mlassets/preempted"  # a run stopped for a more urgent one (canceled, requeued): not a failure
+RESUME_TAG = "mlassets/resume_of"  # a requeued run: the preempted run whose working area (checkpoints) it resumes
+
+
+def work_run_id(run: Any) -> str:
+    """The run whose working area a training step uses: a requeued run's preempted run, a re-execution's root."""
+    return run.tags.get(RESUME_TAG) or run.root_run_id or run.run_id
+
+
+def training_env(run_tags: dict[str, str]) -> dict[str, str]:
+    """A preemptible run's training process checkpoints and exits as preempted on SIGTERM or SIGINT."""
+    from mlassets.core.train.preempt import PREEMPTIBLE_ENV
+
+    return {PREEMPTIBLE_ENV: "1"} if run_tags.get(f"{TAG}preemptible") == "true" else {}
+
+
+def grace_s() -> float:
+    """How long a terminated run's training process has to write its checkpoint (fleet.yaml ``grace_s``)."""
+    try:
+        return load_fleet().grace_s
+    except ConfigError:
+        return 60.0
+
+
+def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
+    """For a training step terminated because its run was preempted (``mlassets/preempted``): the step's failure
+    (``dg.Failure``, never retried, so that the run ends canceled and its requeued run resumes); else None."""
+    import dagster as dg
+
+    from mlassets.core.train.preempt import read_preemption
+
+    run = instance.get_run_by_id(run_id)
+    if run is None or not run.tags.get(PREEMPTED_TAG):
+        return None
+    step = read_preemption(out_dir)
+    written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
+    return dg.Failure(description=f"{run.tags[PREEMPTED_TAG]}: {written}; a requeued run resumes", allow_retries=False)

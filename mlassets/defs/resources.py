@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mlassets.core import settings
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
+from mlassets.defs.fleet import grace_s
 from mlassets.defs.jobs import STOPPED_TAG
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
@@ -103,6 +104,6 @@ def default_resources() -> dict[str, object]:
     return {
         "store": StoreResource(),
         "mlflow": mlflow_tracking.configured({"experiment_name": tracking.EXPERIMENT}),
-        "pipes": dg.PipesSubprocessClient(),
+        "pipes": dg.PipesSubprocessClient(termination_timeout_seconds=grace_s()),  # a terminated run's checkpoint
         "io_manager": RecordIOManager(),
     }

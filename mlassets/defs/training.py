@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator
 
 import dagster as dg
+from dagster._core.errors import DagsterExecutionInterruptedError
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
@@ -18,6 +19,7 @@ from mlassets.core.features.store import FeatureSet
 from mlassets.core.registry.once import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
+from mlassets.defs.fleet import preempted_failure, training_env, work_run_id
 from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
@@ -112,7 +114,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core.tune.apply import tuned_config
 
         version = check_data_version(features.data_version)
-        run_key = (context.run.root_run_id or context.run_id)[:8]  # a re-execution resumes its root's run
+        run_key = work_run_id(context.run)[:8]  # a re-execution (a requeued preempted run) resumes its root's run
         out_dir = paths.work_dir(cfg.dataset.name, "train", version[:16], run_key)
         store = context.resources.store.open()
         warm_from = _warm_start_from(context, cfg)
@@ -129,10 +131,15 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         (out_dir / FAILURE).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
-        env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads)}
+        env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads), **training_env(context.run.tags)}
         try:
             context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
                                         extras=extras)
+        except DagsterExecutionInterruptedError:  # terminated: for an urgent run, the checkpoint is written
+            preempted = preempted_failure(context.instance, context.run_id, out_dir)  # not retried: canceled
+            if preempted is not None:
+                raise preempted from None
+            raise
         except Exception:
             refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
             if refusal:  # stopped on purpose: nothing trained, nothing downstream runs, and no failure

@@ -10,8 +10,8 @@ from mlassets.core import paths, settings
 from mlassets.core.config import ConfigError, config_paths, load_config
 
 _HEADER = "# Embedded default: sqlite storage in this folder."
-_DAGSTER_YAML = f"""\
-{_HEADER} See infra/dagster.yaml for PostgreSQL.
+_DAGSTER_YAML = """\
+{header} See infra/dagster.yaml for PostgreSQL.
 # mlassets writes this file; it is rewritten when mlassets changes it (edit a copy under another name).
 telemetry:
   enabled: false
@@ -32,10 +32,25 @@ concurrency:
         value:
           applyLimitPerUniqueValue: true
         limit: 1
-  pools:
+{teams}  pools:
     granularity: op  # the `gpu` pool holds training steps; its size is set from automation.gpu_slots
 """
 GPU_POOL = "gpu"
+
+
+def dagster_yaml() -> str:
+    """The embedded dagster.yaml: with each team's run limit (its GPU quota) from the fleet file (``fleet.yaml``);
+    runs carry ``dagster/priority`` from their priority class, which the queue dequeues highest first."""
+    from mlassets.core.fleet.config import load_fleet
+    from mlassets.defs.fleet import queue_config
+
+    try:
+        limits = queue_config(load_fleet())["concurrency"]["runs"]["tag_concurrency_limits"]
+    except ConfigError:  # `mlassets fleet` and every training run name the broken file; the queue keeps no team limit
+        limits = []
+    teams = "".join(f"      - {{key: {d['key']}, value: {d['value']}, limit: {d['limit']}}}  # team {d['value']}'s "
+                    "GPU quota (fleet.yaml)\n" for d in limits)
+    return _DAGSTER_YAML.format(header=_HEADER, teams=teams)
 
 
 def prepare_home() -> str:
@@ -51,9 +66,10 @@ def prepare_home() -> str:
     os.makedirs(home, exist_ok=True)
     config = os.path.join(home, "dagster.yaml")
     current = open(config).read() if os.path.exists(config) else None
-    if current is None or (current.startswith(_HEADER) and current != _DAGSTER_YAML):  # ours, from an older mlassets
+    wanted = dagster_yaml()
+    if current is None or (current.startswith(_HEADER) and current != wanted):  # ours, older or another fleet
         with open(config, "w") as fh:
-            fh.write(_DAGSTER_YAML)
+            fh.write(wanted)
     return home
 
 

@@ -5,8 +5,10 @@ Two daemons on one home (an orphan of a killed one beside its restart) could bot
 or both let a sensor tick create a run for the same run key. Before launching, the launcher claims the run id,
 and (for a run a sensor or schedule requested, not a retry of one) its run key, in one sqlite table with unique
 keys beside the instance (``$DAGSTER_HOME/mlassets-launches.db``): the loser launches nothing, and a second run
-for a claimed run key is cancelled, naming the run that holds it. Each launched run is tagged with the token of
-the daemon tree that launched it (``mlassets/daemon``), which the run monitor uses to tell a dead worker.
+for a claimed run key is cancelled, naming the run that holds it. A run carrying a job spec that the fleet's
+admission refuses (however it was submitted: the UI, a retry) is cancelled with the refusal's sentence. Each
+launched run is tagged with the token of the daemon tree that launched it (``mlassets/daemon``), which the run
+monitor uses to tell a dead worker.
 """
 
 from __future__ import annotations
@@ -74,5 +76,12 @@ class OnceRunLauncher(DefaultRunLauncher):
                 instance.report_run_canceled(run, f"mlassets: run key {key!r} of {origin} already has run {holder}; "
                                                   "a run key is launched once (not launched)")
                 return
+        from mlassets.defs.fleet_admission import REFUSED_TAG, launch_refusal
+
+        refusal = launch_refusal(instance, run)  # every training run passes admission, however it was started
+        if refusal:
+            instance.add_run_tags(run.run_id, {REFUSED_TAG: refusal})
+            instance.report_run_canceled(run, f"mlassets: {refusal}; not launched")
+            return
         instance.add_run_tags(run.run_id, {DAEMON_TAG: os.environ.get(TOKEN_ENV, ""), HOST_TAG: socket.gethostname()})
         super().launch_run(context)

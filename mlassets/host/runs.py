@@ -10,6 +10,7 @@ process (the jobs' executor), as they do when the daemon launches them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,11 +136,25 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
 
 
 def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False,
-                 again: bool = False) -> Run:
+                 again: bool = False, waits: Callable[[str], None] | None = None) -> Run:
     """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
     old home's full commit id works too), the run tagged with its name and commit; ``force``: train even when the
     run's expected cost is over ``training.budget_hours``. Once per data version, config and code
-    (``run_once``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so."""
+    (``run_once``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so.
+
+    First of all the fleet admits the run's job spec or refuses it (``Refused``, one sentence with the numbers;
+    nothing started); an admitted run that finds no free GPUs says where it waits (``waits``) and its training
+    step waits for a slot of the `gpu` pool."""
+    from mlassets.core.fleet.config import load_fleet
+    from mlassets.core.fleet.spec import job_spec
+    from mlassets.defs.fleet_admission import WAITS_TAG, check, waiting
+
+    fleet = load_fleet()
+    spec = job_spec(cfg)
+    check(instance, spec, fleet)
+    queued = waiting(instance, spec, fleet)
+    if queued and waits is not None:
+        waits(queued)
     from mlassets.core.data.store import open_store
     from mlassets.core.data.version_keys import resolve_key
     from mlassets.core.registry.once import AGAIN_TAG
@@ -151,7 +166,7 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     from mlassets.defs.fleet import fleet_run_tags
 
     tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {}),
-            **fleet_run_tags(cfg)}  # the job spec and its queue priority
+            **fleet_run_tags(cfg, fleet), **({WAITS_TAG: queued} if queued else {})}  # the spec, its priority
     with only_run(instance, cfg, commit):
         found = existing_candidate(cfg, commit)
         if found is not None and not again:

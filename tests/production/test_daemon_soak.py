@@ -26,8 +26,7 @@ from mlassets.core.data.ingest import ingest_partition
 from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.store import open_store
 from mlassets.examples.sales import write_example
-from mlassets.host.instance import _DAGSTER_YAML as EMBEDDED_DAGSTER_YAML
-from mlassets.host.instance import get_instance
+from mlassets.host.instance import dagster_yaml, get_instance
 from tests.daemon_wait import until
 from tests.production import postgres as pg
 
@@ -60,7 +59,7 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
         postgres.create_database(db)
     dagster_home = tmp_path / "dagster"
     dagster_home.mkdir()
-    embedded = EMBEDDED_DAGSTER_YAML.split("\n", 2)[2]  # the queue, the serial runs and the pools, as embedded
+    embedded = dagster_yaml().split("\n", 2)[2]  # the queue, the serial and team runs and the pools, as embedded
     (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML.format(host=postgres.host, port=postgres.port,
                                                                    user=postgres.user, embedded=embedded))
     config = write_example(tmp_path / "sales", months=VERSIONS)

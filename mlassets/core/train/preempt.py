@@ -1,7 +1,8 @@
 """Preemption that loses no work: under the fleet (``MLASSETS_PREEMPTIBLE=1``) SIGTERM only sets a flag; at the next
 step boundary every rank agrees (one max all-reduce), the full-state checkpoint of that step is written and the
 process ends as *preempted* (exit ``PREEMPTED_EXIT``, ``<out>/preempted.json``), not failed. The requeued attempt
-resumes from that checkpoint, so the weights equal an unpreempted run's. A spot node's notice is the same SIGTERM."""
+resumes from that checkpoint, so the weights equal an unpreempted run's. A spot node's notice is the same SIGTERM;
+Dagster terminating a preempted run reaches the training process as SIGINT (its Pipes client), handled the same."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class PreemptionFlag:
         self.enabled = os.environ.get(PREEMPTIBLE_ENV) == "1"
         if self.enabled:
             signal.signal(signal.SIGTERM, self._handle)
+            signal.signal(signal.SIGINT, self._handle)  # Dagster terminating a run: its Pipes client sends SIGINT
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signalled = True

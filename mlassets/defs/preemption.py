@@ -1,0 +1,115 @@
+"""Preemption of Dagster runs, the least code on top of Dagster's primitives: Dagster's queue orders runs
+(``dagster/priority``) and its `gpu` pool makes a training step wait for a slot, but nothing in Dagster stops a
+*running* run for a more urgent one, nor starts again a run that was stopped. One sensor per dataset does both:
+
+- an urgent run whose training step waits for a `gpu` slot while every slot is held: the lowest-priority
+  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first) is tagged
+  ``mlassets/preempted`` and terminated the Dagster way (``run_launcher.terminate``: its Pipes client sends the
+  training process SIGINT, which writes its full-state checkpoint and exits as preempted within ``grace_s``); the
+  run ends *canceled*, which the failure alert does not report;
+- a preempted run of the dataset that has no requeued run yet: one run request with the same partition and
+  ``mlassets/resume_of`` (the training step resumes from the preempted run's checkpoints), submitted by the daemon
+  through the instance's queue like any sensor's run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from mlassets.core.config import ConfigError, PipelineConfig
+from mlassets.defs.fleet import PREEMPTED_TAG, RESUME_TAG
+from mlassets.defs.jobs import TRIGGER_TAG, pipeline_job_name
+from mlassets.defs.keys import DatasetKeys
+
+GPU_POOL = "gpu"  # mlassets.defs.training.GPU_POOL
+_OWN = {PREEMPTED_TAG, "mlassets/daemon", "mlassets/host", "mlassets/pid", "mlassets/pid_started",
+        "mlassets/fleet.waits", "mlassets/fleet.refused"}  # what the stopped run's process and launch added
+_HOLDING = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
+
+
+def _spec(run: dg.DagsterRun | None) -> Any:
+    from mlassets.core.fleet.spec import from_tags
+
+    try:
+        return from_tags(run.tags) if run is not None else None
+    except ConfigError:
+        return None
+
+
+def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str) -> list[str]:
+    """Terminate what an urgent waiting run of ``job_name`` needs; one line per run stopped."""
+    info = instance.event_log_storage.get_concurrency_info(GPU_POOL)
+    waiting = [p.run_id for p in info.pending_steps if p.assigned_timestamp is None]
+    if not waiting or len(info.claimed_slots) < info.slot_count:
+        return []
+    holders = {c.run_id: instance.get_run_by_id(c.run_id) for c in info.claimed_slots}
+    if any(r is not None and r.tags.get(PREEMPTED_TAG) for r in holders.values()):
+        return []  # a slot is being freed already
+    lines = []
+    for run_id in waiting:
+        run = instance.get_run_by_id(run_id)
+        spec = _spec(run)
+        if run is None or run.job_name != job_name or spec is None or spec.priority not in fleet.priority_classes:
+            continue
+        may = set(fleet.priority_classes[spec.priority].preempts)
+        stoppable = [r for r in holders.values() if r is not None and r.status in _HOLDING and _spec(r) is not None
+                     and _spec(r).preemptible and _spec(r).priority in may]
+        if not stoppable:
+            continue
+
+        def order(r: dg.DagsterRun) -> tuple[int, float]:
+            record = instance.get_run_record_by_id(r.run_id)
+            return (fleet.priority_classes[_spec(r).priority].value, -(record.start_time or 0.0) if record else 0.0)
+
+        victim = min(stoppable, key=order)
+        why = f"preempted for run {run_id[:8]} ({spec.priority}, team {spec.team})"
+        instance.add_run_tags(victim.run_id, {PREEMPTED_TAG: why})
+        instance.report_engine_event(f"mlassets: {why}: terminating; its training writes a checkpoint within "
+                                     f"{fleet.grace_s:g} s and a new run resumes from it", victim)
+        instance.run_launcher.terminate(victim.run_id)
+        lines.append(f"run {victim.run_id[:8]} {why}")
+        break  # one slot per tick: the next tick sees the slot freed
+    return lines
+
+
+def requeue_requests(instance: dg.DagsterInstance, job_name: str) -> list[dg.RunRequest]:
+    """A run request for each preempted (canceled) run of ``job_name`` that has no requeued run yet."""
+    stopped = instance.get_runs(dg.RunsFilter(job_name=job_name, statuses=[dg.DagsterRunStatus.CANCELED]), limit=50)
+    requests = []
+    for run in stopped:
+        if not run.tags.get(PREEMPTED_TAG) or \
+                instance.get_runs_count(dg.RunsFilter(tags={RESUME_TAG: run.run_id})) > 0:
+            continue
+        tags = {k: v for k, v in run.tags.items() if k.startswith("mlassets/") and k not in _OWN}
+        tags.update({RESUME_TAG: run.run_id, TRIGGER_TAG: "requeue"})
+        if "dagster/priority" in run.tags:
+            tags["dagster/priority"] = run.tags["dagster/priority"]
+        requests.append(dg.RunRequest(run_key=f"resume:{run.run_id}", partition_key=run.tags["dagster/partition"],
+                                      tags=tags))
+    return requests
+
+
+def automation(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.SensorDefinition]:
+    job = pipeline_job_name(cfg)
+
+    @dg.sensor(name=f"{cfg.dataset.name}_fleet_preemption", job_name=job,
+               minimum_interval_seconds=cfg.automation.sensor_interval_s,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description="An urgent run waiting for a `gpu` slot stops the lowest-priority preemptible run holding "
+                           "one (checkpoint, then canceled as preempted); a preempted run is requeued to resume.")
+    def fleet_preemption(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        from mlassets.core.fleet.config import load_fleet
+
+        try:
+            fleet = load_fleet()
+        except ConfigError as exc:
+            return dg.SensorResult(skip_reason=f"no preemption: {exc}")
+        for line in preempt_for_waiting(context.instance, fleet, job):
+            context.log.info(line)
+        requests = requeue_requests(context.instance, job)
+        return dg.SensorResult(run_requests=requests, skip_reason=None if requests else
+                               "no preempted run waits to be requeued")
+
+    return [fleet_preemption]
