@@ -3,7 +3,9 @@ CPU (the `gpu` pool holds one training step): a preemptible batch run trains; an
 reaches its training step and waits for the slot; the batch run is terminated the Dagster way, its training
 process writes its checkpoint and exits as preempted, the run ends canceled and tagged preempted (no failure
 alert); the urgent run trains; the batch run is requeued and resumes from its checkpoint (no step lost) and ends
-with the same weights, byte for byte, as the urgent run (the same training, never preempted)."""
+with the same weights, byte for byte, as the urgent run (the same training, never preempted). Both runs train the
+same data version with the same config, on purpose, so both carry ``mlassets/again`` (a deliberate retrain):
+without it the pipeline's one-candidate guard would rightly stop the second of them."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from mlassets.core import paths
 from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
 from mlassets.core.fleet.config import SHIPPED, load_fleet
 from mlassets.core.fleet.spec import JobSpec
+from mlassets.core.registry.once import AGAIN_TAG
 from mlassets.defs.alerts import alerts_log
 from mlassets.defs.fleet import PREEMPTED_TAG, RESUME_TAG
 from mlassets.examples.sales import write_example
@@ -53,7 +56,7 @@ def _submit(instance: dg.DagsterInstance, version: str, spec: JobSpec) -> str:
     run = instance.create_run_for_job(
         job_def=recon.get_definition(), run_config={}, job_code_origin=recon.get_python_origin(),
         remote_job_origin=job_origin(LOCATION, REPOSITORY, JOB),
-        tags={"dagster/partition": version, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}",
+        tags={"dagster/partition": version, REPOSITORY_LABEL_TAG: f"{REPOSITORY}@{LOCATION}", AGAIN_TAG: "test",
               **spec.tags(load_fleet(SHIPPED))})
     instance.submit_run(run.run_id, workspace=None)
     return run.run_id
