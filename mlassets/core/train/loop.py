@@ -63,8 +63,7 @@ class Trainer:
             torch.manual_seed(tr.seed + env.rank)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay,
                                            fused=True)  # one kernel per step: ~5x faster than the loop on CPU
-        self.loader, self.sampler = build_loader(data, self.faults, tr.batch_size, env.rank, env.world_size, tr.seed,
-                                                 tr.stream_window_rows)
+        self.loader = self.sampler = build_loader(data, self.faults, tr, env.rank, env.world_size)
         self.total_steps = tr.epochs * len(self.sampler)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(tr.lr_schedule, self.total_steps))
         self.loss_fn = getattr(torch.nn, TORCH_LOSSES[resolve_loss(self.task, tr.loss)])(reduction="sum")
