@@ -34,12 +34,12 @@ from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.loader import load_training_data
-from mlassets.core.train.stream import StreamData
 from mlassets.core.train.loop import Trainer
 from mlassets.core.train.metrics import open_sink
 from mlassets.core.train.preempt import Preempted, record_preemption
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
+from mlassets.core.train.stream import StreamData
 
 
 def state_sha256(state: dict[str, torch.Tensor]) -> str:
