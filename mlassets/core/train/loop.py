@@ -29,6 +29,7 @@ from mlassets.core.train.state import Progress, capture, load_model_weights, res
 from mlassets.core.train.stream import StreamData
 from mlassets.core.train.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
 
+LOADER_SPAN = "enumerate(DataLoader)#Batches.__next__"  # as torch's DataLoader names its own (the profile reads it)
 EVAL_BATCH = 16_384  # validation rows per forward pass: their activations are the transient peak of an epoch's end
 
 
@@ -131,7 +132,8 @@ class Trainer:
     def _step(self, batches: Iterator[tuple[torch.Tensor, ...]], epoch: int) -> None:
         env, timer, progress = self.env, self.timer, self.progress
         t0 = time.perf_counter()
-        x_cat, x_num, y = next(batches)
+        with torch.profiler.record_function(LOADER_SPAN):
+            x_cat, x_num, y = next(batches)
         n_global = self.sampler.global_size(self.sampler.position - 1)
         if self.cuda:
             x_cat, x_num, y = (t.to(env.device, non_blocking=True) for t in (x_cat, x_num, y))
