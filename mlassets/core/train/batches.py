@@ -64,6 +64,11 @@ class Batches:
     def __len__(self) -> int:
         return -(-self.n // self.global_batch)
 
+    def preload(self) -> None:
+        """Decode the one window now (a split that fits is read before the loop, not in its first step)."""
+        if not self.window_rows and self._whole is None:
+            self._whole = self.source.read_groups(self.windows()[0])
+
     def set_epoch(self, epoch: int) -> None:
         self.epoch, self.position = epoch, 0
 
@@ -147,9 +152,9 @@ class Batches:
         if not picked:
             picked = [(parts[0][0], parts[0][1][:0])]
         out = []
-        for i in range(3):
-            chunks = [arrays[i][rows] for arrays, rows in picked]
-            out.append(torch.from_numpy(chunks[0] if len(chunks) == 1 else np.concatenate(chunks)))
+        for i in range(3):  # torch's gather: several times numpy's fancy indexing on a batch of rows
+            chunks = [torch.from_numpy(arrays[i]).index_select(0, torch.from_numpy(rows)) for arrays, rows in picked]
+            out.append(chunks[0] if len(chunks) == 1 else torch.cat(chunks))
         return tuple(out)
 
     def state_dict(self) -> dict[str, int]:
