@@ -87,6 +87,4 @@ def load_training_data(cfg: PipelineConfig, train_path: str, validation_path: st
     bounded first (``stream.bound_allocators``), or kept once read (``memory``)."""
     if cfg.training.loader == "stream":
         bound_allocators()
-    data = scan(cfg, train_path, validation_path, reporter)
-    data.keep = cfg.training.loader != "stream"
-    return data
+    return scan(cfg, train_path, validation_path, reporter, keep=cfg.training.loader != "stream")

@@ -51,6 +51,7 @@ class StreamData:
     classes: list[str] = field(default_factory=list)
     keep: bool = False  # the validation chunks are kept after their first read (training.loader: memory)
     _kept: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]] | None = field(default=None, repr=False)
+    decoded: dict[int, list[pd.DataFrame]] = field(default_factory=dict, repr=False)  # row groups the scan kept
 
     @property
     def n_train(self) -> int:
@@ -89,9 +90,12 @@ class StreamData:
         return frame, y
 
     def read_groups(self, groups: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Training row groups ``groups`` as ``arrays`` gives them (the loader's window)."""
-        file = pq.ParquetFile(self.train_path)
-        parts = [file.read_row_group(g, columns=self.columns()).to_pandas() for g in groups]
+        """Training row groups ``groups`` as ``arrays`` gives them (the loader's window); a group the scan kept is
+        taken from it (and let go), the others read from the file."""
+        file, parts = pq.ParquetFile(self.train_path), []
+        for g in groups:
+            kept = self.decoded.pop(g, None)
+            parts.extend(kept if kept is not None else [file.read_row_group(g, columns=self.columns()).to_pandas()])
         return self.arrays(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0])
 
     def validation_chunks(self, rows: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
@@ -142,24 +146,30 @@ def bound_allocators() -> None:
             ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
 
 
-def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None) -> StreamData:
+def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None,
+         keep: bool = False) -> StreamData:
     """One pass over the training split (and a count of the validation one): the preprocessing, fitted as
-    ``Preprocessor.fit`` does but from sums and sets, and the target's scaling."""
+    ``Preprocessor.fit`` does but from sums and sets, and the target's scaling. ``keep`` (the whole split is the
+    loader's one window): the decoded row groups are kept for that window (read once) and the validation chunks
+    after their first read."""
     feats, target, task = cfg.features, cfg.dataset.target, cfg.dataset.task
     vocab: dict[str, set[str]] = {c: set() for c in feats.categorical}
     sums = {c: np.zeros(3) for c in feats.numeric}  # count, sum, sum of squares of the finite values
-    stats, classes, group_rows, dropped = [], set(), [], 0
+    stats, classes, group_rows, dropped, decoded = [], set(), [], 0, []
     columns = list(dict.fromkeys([*feats.categorical, *feats.numeric, target]))
     check_split(train_path, columns, "training")
     check_split(validation_path, columns, "validation")
     for group in range(pq.ParquetFile(train_path).num_row_groups):
         group_rows.append(0)
+        decoded.append([])
         targets = []  # a row group's targets: its quantile summary is one of the merged ones
         for frame in frames(train_path, columns, cfg.training.stream_window_rows, [group]):
             dropped += int(frame[target].isna().sum())
             frame = frame[frame[target].notna()]
             offset = sum(group_rows)
             group_rows[-1] += len(frame)
+            if keep:
+                decoded[-1].append(frame)
             for column in feats.categorical:
                 _, uniques = pd.factorize(frame[column], use_na_sentinel=True)
                 vocab[column].update(category_key(u) for u in uniques)
@@ -186,7 +196,9 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
         stds[column] = std if math.isfinite(std) and std > 0 else 1.0
     pre = Preprocessor(list(feats.categorical), list(feats.numeric),
                        {c: {k: i + 1 for i, k in enumerate(sorted(keys))} for c, keys in vocab.items()}, means, stds)
-    data = StreamData(cfg, pre, train_path, validation_path, group_rows, n_val=0, classes=sorted(classes))
+    data = StreamData(cfg, pre, train_path, validation_path, group_rows, n_val=0, classes=sorted(classes), keep=keep)
+    if keep:
+        data.decoded = {g: parts for g, parts in enumerate(decoded)}
     if task == "regression":
         merged = TargetStats.merge(stats)
         data.center = merged.quantile(0.5)
