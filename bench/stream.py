@@ -1,6 +1,7 @@
 """Streamed training input: samples per second of the training loop reading a window of row groups at a time
-(``training.loader: stream``) ÷ the same loop over in-memory tensors, same data, model and batches, in pairs until
-the interval on their ratio decides (``bench.interval``). Each run must train on every row (``bench.checks``)."""
+(``training.loader: stream``) ÷ the same loader with the whole split as its one window, decoded once (``memory``),
+same data, model and batches, in pairs until the interval on their ratio decides (``bench.interval``). Each run must
+train on every row (``bench.checks``)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def _loop_seconds(root: Path, data: tuple[Path, Path], name: str, **training: ob
     return result.loop_seconds
 
 
-@benchmark("stream_loader", goal="training samples/s, streamed row groups / in-memory tensors", better="higher",
-           target=TARGET)
+@benchmark("stream_loader", goal="training samples/s, windows of row groups / the whole split as one window",
+           better="higher", target=TARGET)
 def stream_loader() -> Result:
     seconds: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:

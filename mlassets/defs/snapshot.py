@@ -14,7 +14,7 @@ from mlassets.defs.partitions import blocking_check, data_versions
 from mlassets.defs.resources import StoreResource
 
 CHECKS = {
-    "schema": "pandera schema of the config on the partitions the version adds: types, ranges, dates, nullability "
+    "schema": "the config's schema on the partitions the version adds: types, ranges, dates, nullability "
               "(target non-null), allowed values, unique key",
     "min_rows": "every new partition holds at least dataset.min_rows rows",
     "row_change": "rows of each new partition within dataset.row_change_band of the mean of the others",
@@ -33,7 +33,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         group_name="snapshot",
         deps=[dg.AssetDep(keys.raw, partition_mapping=dg.AllPartitionMapping())],
         check_specs=specs,
-        kinds={"pandera"},
+        kinds={"polars"},
     )
     def snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> Iterator[object]:
         """The data version (a store commit) this partition reads, validated before anything trains on it."""

@@ -133,7 +133,7 @@ def _shift_all(f: pd.DataFrame) -> pd.DataFrame:
 # (id, mutation of MONTH's flights table, the column named, an offending value named)
 BAD: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, str]] = [
     ("missing-column", lambda f: f.drop(columns=["origin"]), "'origin'", "is missing"),
-    ("wrong-dtype", _epoch_seconds, "'time_hour'", "1970-01-01"),
+    ("wrong-dtype", _epoch_seconds, "'time_hour'", "coerce_dtype('datetime64[ns, UTC]')"),  # numbers are no times
     ("nan-target", _set("arr_delay", 5, np.nan), "'arr_delay'", "nan"),
     ("negative-air-time", _set("air_time", 5, -5.0), "'air_time'", "-5"),
     ("duplicate-flight-keys", _duplicate, "'flight'", "not unique"),

@@ -175,7 +175,7 @@ class TrainingConfig:
     faults: FaultConfig = field(default_factory=FaultConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)  # traces under <run>/profile/rank<r>.json
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 over all steps
-    loader: Literal["memory", "stream"] = "memory"  # stream: splits read a window of row groups at a time
+    loader: Literal["memory", "stream"] = "memory"  # the one loader's window: row groups (stream), the whole split
     stream_window_rows: int = 262_144  # stream: rows shuffled together (the loader's memory bound)
     retries: int = 1  # Dagster retries of the training step; each attempt resumes from the newest checkpoint
     budget_hours: float = 24.0  # a run expected (steps x measured step time) to take longer stops early; 0: none

@@ -3,7 +3,7 @@
 Each batch's key columns, as the schema coerces them (numbers as float64, text, UTC times), are hashed to 64
 bits. The hashes stay in memory, or are spilled to disk in buckets (by hash) when ``budget.key_buckets`` says
 they would not fit. A hash seen more than once makes its rows candidates; only those rows are read again and
-pandera's uniqueness check judges them (``validate``), so a hash collision never fails a table.
+their coerced keys are compared (``validate``), so a hash collision never fails a table.
 """
 
 from __future__ import annotations

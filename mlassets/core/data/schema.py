@@ -1,6 +1,7 @@
-"""Blocking data validation: a pandera schema built from the dataset config, plus the rows-per-partition minimum.
+"""Blocking data validation: a table's declared columns and key (checked in Polars by ``validate``, worded by
+``schema_polars``), plus the rows-per-partition minimum.
 
-Every failure message names the column and an offending value. Count and distribution checks against the
+Every failure message names the column, an offending value and its row. Count and distribution checks against the
 rest of a version are in ``validation_counts``.
 """
 
@@ -9,48 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-import pandas as pd
-import pandera.pandas as pa
-
 from mlassets.core.config import ColumnSpec, DatasetConfig
-from mlassets.core.data.days import utc_timestamp
 from mlassets.core.data.outcome import CheckOutcome
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from mlassets.core.data.validate import TableRules
-
-# int columns are validated as float64 plus an integer_valued check, so 1545.5 is reported, not truncated.
-_DTYPES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
-
-
-_INTEGRAL = pa.Check(lambda s: (s % 1 == 0) | s.isna(), name="integer_valued")
-# inf is a value no model reads (the features would take it as missing): refused, also where missing is allowed
-_FINITE = pa.Check(lambda s: s.isna() | ((s != float("inf")) & (s != float("-inf"))), name="finite")
-
-
-def _column(name: str, spec: ColumnSpec) -> pa.Column:
-    checks = [_INTEGRAL] if spec.dtype == "int" else [_FINITE] if spec.dtype == "float" else []
-    if spec.min is not None:
-        checks.append(pa.Check.ge(spec.min))
-    if spec.max is not None:
-        checks.append(pa.Check.le(spec.max))
-    if spec.min_date is not None:
-        checks.append(pa.Check.ge(utc_timestamp(spec.min_date)))
-    if spec.max_date is not None:
-        checks.append(pa.Check.le(utc_timestamp(spec.max_date)))
-    if spec.allowed is not None:
-        checks.append(pa.Check.isin(spec.allowed))
-    return pa.Column(_DTYPES[spec.dtype], checks=checks, nullable=spec.nullable, coerce=True, required=True)
-
-
-def build_schema(columns: dict[str, ColumnSpec], key: list[str]) -> pa.DataFrameSchema:
-    """A table's schema: types, ranges, dates, nullability, allowed values, a unique key (when given)."""
-    return pa.DataFrameSchema(
-        {name: _column(name, spec) for name, spec in columns.items()},
-        unique=key or None,
-        report_duplicates="exclude_first",
-        strict=False,
-    )
 
 
 def main_columns(cfg: DatasetConfig) -> dict[str, ColumnSpec]:
@@ -76,10 +42,10 @@ def target_hint(outcome: CheckOutcome, cfg: DatasetConfig) -> CheckOutcome:
 
 
 def table_rules(columns: dict[str, ColumnSpec], key: list[str], table: str = "") -> TableRules:
-    """What ``validate`` checks a table against: these columns and key, worded by ``build_schema``."""
+    """What ``validate`` checks a table against: these columns and key."""
     from mlassets.core.data.validate import TableRules
 
-    return TableRules(columns, list(key), build_schema, table)
+    return TableRules(columns, list(key), table)
 
 
 def validate_table(frame: pd.DataFrame, columns: dict[str, ColumnSpec], key: list[str],

@@ -1,13 +1,12 @@
-"""The schema of ``schema.build_schema`` on pandera's Polars backend: the fast check of a typed batch.
+"""A table's declared rules in Polars: the one engine that brings a batch to the declared types, checks it and words
+what fails.
 
-A batch whose columns already have their declared types (as the files source stores them: numbers, strings,
-UTC timestamps) is cast to the schema's types in one pass and checked here, in Polars: the types per column, the
-values as one pandera check of the whole batch (``row_passes`` of every column in one expression: a pass of the
-batch, where a pandera check per column and rule costs a pass and a collect each, about 0.07 s a batch of the
-flights-scale month whatever its rows). Its verdict is only ever "passes": a batch that fails, or one that
-would need parsing (text in a number or date column, naive times), is checked again by the pandas schema, which
-defines the rules and words the messages. So this schema must never pass what the pandas one fails: its checks
-are the same or stricter (NaN fails a range check here and passes it there; the pandas check then decides).
+``coerce`` casts each declared column to its type (numbers as float64, NaN read as missing; text; UTC timestamps,
+naive ones read as UTC) and marks the values that cannot be (text that is no number, no date). ``checks`` are a
+column's rules in the order a message ranks them, each a name (as the messages have always said them:
+``not_nullable``, ``integer_valued``, ``finite``, ``greater_than_or_equal_to(0)``, ``less_than_or_equal_to(10)``,
+``isin(['a', 'b'])``) and the rows it fails. A batch is first judged by one expression of every rule (``row_passes``:
+one pass); only a batch that fails is counted check by check, with its first offending values and their rows.
 """
 
 from __future__ import annotations
@@ -18,8 +17,10 @@ from typing import TYPE_CHECKING
 from mlassets.core.config import ColumnSpec
 
 if TYPE_CHECKING:
-    import pandera.polars as pap
+    import pandas as pd
     import polars as pl
+
+TYPE_NAMES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
 
 
 def _utc(text: str) -> datetime.datetime:
@@ -33,68 +34,119 @@ def _dtype(spec: ColumnSpec) -> pl.DataType:
     return {"int": pl.Float64, "float": pl.Float64, "str": pl.String, "datetime": pl.Datetime("ns", "UTC")}[spec.dtype]
 
 
-def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
-    """Per row of a ``cast`` batch: whether the column's value meets its declared rules (integral, ranges, dates,
-    allowed values; missing only where nullable)."""
+def to_polars(frame: pd.DataFrame) -> pl.DataFrame:
+    """A pandas batch as Polars; a column of Python objects as the text pandas makes of each value (missing kept)."""
     import polars as pl
 
-    column, rules = pl.col(name), []
-    if spec.dtype == "int":
-        rules.append(column % 1 == 0)
-    if spec.dtype == "float":
-        rules.append(column.is_finite())
-    for low in (spec.min, _utc(spec.min_date) if spec.min_date is not None else None):
-        if low is not None:
-            rules.append(column >= low)
-    for high in (spec.max, _utc(spec.max_date) if spec.max_date is not None else None):
-        if high is not None:
-            rules.append(column <= high)
-    if spec.allowed is not None:
-        rules.append(column.is_in(spec.allowed))
-    held = pl.all_horizontal(rules).fill_null(False) if rules else pl.lit(True)
-    return column.is_null() | held if spec.nullable else column.is_not_null() & held
+    if frame.columns.duplicated().any():
+        raise ValueError(f"duplicate column names: {sorted(set(frame.columns[frame.columns.duplicated()]))}")
+    plain = frame.copy(deep=False)
+    for name in plain.columns:
+        if plain[name].dtype == object:
+            column = plain[name]
+            plain[name] = column.astype(str).where(column.notna(), None)
+    return pl.from_pandas(plain.reset_index(drop=True))
 
 
-def _rows_pass(columns: dict[str, ColumnSpec]):
+def _parse_times(values: pl.Series) -> pl.Series:
+    """Text as UTC timestamps (ISO 8601 first, then any form pandas reads; naive ones as UTC); null where not."""
+    import pandas as pd
     import polars as pl
 
-    def check(data: object) -> object:
-        return data.lazyframe.select(pl.all_horizontal([row_passes(n, s) for n, s in columns.items()]))
-
-    return check
-
-
-def polars_schema(columns: dict[str, ColumnSpec]) -> pap.DataFrameSchema:
-    """Types of ``columns`` per column, and their values (ranges, dates, nullability, allowed values) as one check
-    of the whole batch (``row_passes`` of every column): one Polars pass, where a check per column and rule cost a
-    pass each (the key is checked across batches), on a batch ``cast`` to their types."""
-    import pandera.polars as pap
-
-    return pap.DataFrameSchema({name: pap.Column(_dtype(spec), nullable=True, coerce=False, required=True)
-                                for name, spec in columns.items()},
-                               checks=[pap.Check(_rows_pass(columns), name="declared_values")], strict=False)
+    text = values.to_pandas()
+    parsed = pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
+    again = parsed.isna() & text.notna()
+    if again.any():
+        parsed[again] = pd.to_datetime(text[again], utc=True, errors="coerce", format="mixed")
+    return pl.from_pandas(parsed).cast(pl.Datetime("ns", "UTC")).alias(values.name)
 
 
-def _typed(spec: ColumnSpec, dtype: pl.DataType) -> bool:
+def _coerced(values: pl.Series, spec: ColumnSpec) -> pl.Series:
     import polars as pl
 
+    dtype = values.dtype
     if spec.dtype in ("int", "float"):
-        return dtype.is_integer() or dtype.is_float()
-    if spec.dtype == "str":
-        return dtype == pl.String
-    return isinstance(dtype, pl.Datetime) and dtype.time_zone is not None
+        if dtype.is_numeric() or dtype == pl.Boolean:
+            return values.cast(pl.Float64).fill_nan(None)
+        if dtype in (pl.String, pl.Categorical):
+            return values.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False).fill_nan(None)
+    elif spec.dtype == "str":
+        return values.cast(pl.String, strict=False)
+    elif isinstance(dtype, pl.Datetime):
+        values = values.dt.convert_time_zone("UTC") if dtype.time_zone else values.dt.replace_time_zone("UTC")
+        return values.dt.cast_time_unit("ns")
+    elif dtype == pl.Date:
+        return values.cast(pl.Datetime("ns")).dt.replace_time_zone("UTC")
+    elif dtype in (pl.String, pl.Categorical):
+        return _parse_times(values.cast(pl.String))
+    return pl.Series(values.name, [None] * len(values), dtype=_dtype(spec))  # nothing of this type reads as one
 
 
-def typed(columns: dict[str, ColumnSpec], schema: pl.Schema) -> bool:
-    """Whether a batch of ``schema`` holds every declared column in its type already (no parsing needed)."""
-    return all(name in schema and _typed(spec, schema[name]) for name, spec in columns.items())
-
-
-def cast(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> pl.DataFrame:
-    """A ``typed`` batch with its declared columns in the schema's types (one pass; nothing can fail to parse), NaN
-    read as missing (as pandas reads it)."""
+def coerce(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> tuple[pl.DataFrame, dict[str, pl.Series]]:
+    """``(the declared columns present, in their types; per column, the rows whose value is not of its type)``."""
     import polars as pl
 
-    exprs = [pl.col(name).cast(_dtype(spec)) for name, spec in columns.items()]
-    return frame.with_columns(e.fill_nan(None) if columns[n].dtype in ("int", "float") else e
-                              for n, e in zip(columns, exprs, strict=True))
+    out, bad = [], {}
+    for name, spec in columns.items():
+        if name not in frame.columns:
+            continue
+        values = frame[name]
+        cast = _coerced(values, spec)
+        failed = values.is_not_null() & cast.is_null()
+        if values.dtype.is_float():
+            failed = failed & values.is_not_nan()
+        if failed.any():
+            bad[name] = failed
+        out.append(cast)
+    return pl.DataFrame(out), bad
+
+
+def checks(name: str, spec: ColumnSpec) -> list[tuple[str, pl.Expr]]:
+    """The column's configured rules in order, each ``(name, whether a present value fails it)``."""
+    import pandas as pd
+    import polars as pl
+
+    column, out = pl.col(name), []
+    if spec.dtype == "int":
+        out.append(("integer_valued", ~(column % 1 == 0).fill_null(False)))
+    if spec.dtype == "float":
+        out.append(("finite", ~column.is_finite()))
+    bounds = [(spec.min, spec.min, ">="), (spec.max, spec.max, "<="),
+              (spec.min_date, _utc(spec.min_date) if spec.min_date else None, ">="),
+              (spec.max_date, _utc(spec.max_date) if spec.max_date else None, "<=")]
+    for said, value, op in bounds:
+        if said is None:
+            continue
+        shown = pd.Timestamp(value) if isinstance(value, datetime.datetime) else value
+        if op == ">=":
+            out.append((f"greater_than_or_equal_to({shown})", ~(column >= value)))
+        else:
+            out.append((f"less_than_or_equal_to({shown})", ~(column <= value)))
+    if spec.allowed is not None:
+        out.append((f"isin({list(spec.allowed)!r})", ~column.is_in(spec.allowed)))
+    return [(check, column.is_not_null() & fails.fill_null(True)) for check, fails in out]
+
+
+def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
+    """Per row of a ``coerce``d batch: whether the column's value meets every declared rule (missing only where
+    nullable)."""
+    import polars as pl
+
+    column = pl.col(name)
+    failing = [fails for _, fails in checks(name, spec)]
+    held = ~pl.any_horizontal(failing) if failing else pl.lit(True)
+    return held if spec.nullable else column.is_not_null() & held
+
+
+def missing_value(spec: ColumnSpec) -> object:
+    """How a missing value of the column's type is shown (as pandas holds it)."""
+    import pandas as pd
+
+    return float("nan") if spec.dtype in ("int", "float") else pd.NaT if spec.dtype == "datetime" else None
+
+
+def shown(value: object) -> object:
+    """A value as a message shows it (timestamps as pandas writes them)."""
+    import pandas as pd
+
+    return pd.Timestamp(value) if isinstance(value, datetime.datetime) else value

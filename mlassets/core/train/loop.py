@@ -29,6 +29,7 @@ from mlassets.core.train.state import Progress, capture, load_model_weights, res
 from mlassets.core.train.stream import StreamData
 from mlassets.core.train.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
 
+LOADER_SPAN = "enumerate(DataLoader)#Batches.__next__"  # as torch's DataLoader names its own (the profile reads it)
 EVAL_BATCH = 16_384  # validation rows per forward pass: their activations are the transient peak of an epoch's end
 
 
@@ -63,8 +64,7 @@ class Trainer:
             torch.manual_seed(tr.seed + env.rank)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay,
                                            fused=True)  # one kernel per step: ~5x faster than the loop on CPU
-        self.loader, self.sampler = build_loader(data, self.faults, tr.batch_size, env.rank, env.world_size, tr.seed,
-                                                 tr.stream_window_rows)
+        self.loader = self.sampler = build_loader(data, self.faults, tr, env.rank, env.world_size)
         self.total_steps = tr.epochs * len(self.sampler)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule(tr.lr_schedule, self.total_steps))
         self.loss_fn = getattr(torch.nn, TORCH_LOSSES[resolve_loss(self.task, tr.loss)])(reduction="sum")
@@ -132,7 +132,8 @@ class Trainer:
     def _step(self, batches: Iterator[tuple[torch.Tensor, ...]], epoch: int) -> None:
         env, timer, progress = self.env, self.timer, self.progress
         t0 = time.perf_counter()
-        x_cat, x_num, y = next(batches)
+        with torch.profiler.record_function(LOADER_SPAN):
+            x_cat, x_num, y = next(batches)
         n_global = self.sampler.global_size(self.sampler.position - 1)
         if self.cuda:
             x_cat, x_num, y = (t.to(env.device, non_blocking=True) for t in (x_cat, x_num, y))

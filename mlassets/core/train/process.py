@@ -33,12 +33,13 @@ from mlassets.core.train.checkpoint_files import next_attempt
 from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F401 - re-exported
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.loader import TabularData, load_training_data
+from mlassets.core.train.loader import load_training_data
 from mlassets.core.train.loop import Trainer
 from mlassets.core.train.metrics import open_sink
 from mlassets.core.train.preempt import Preempted, record_preemption
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
+from mlassets.core.train.stream import StreamData
 
 
 def state_sha256(state: dict[str, torch.Tensor]) -> str:
@@ -51,7 +52,7 @@ def state_sha256(state: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def _outputs(job: TrainJob, data: TabularData, trainer: Trainer, outcome: dict[str, Any],
+def _outputs(job: TrainJob, data: StreamData, trainer: Trainer, outcome: dict[str, Any],
              env: dd.DistEnv, started: float) -> TrainingResult:
     """Rank 0: the model bundle (best epoch's weights), final weights and ``result.json``."""
     cfg, tr, out_dir = trainer.cfg, trainer.tr, Path(job.out_dir)

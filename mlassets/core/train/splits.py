@@ -52,14 +52,19 @@ class Splits:
                            self.task, dict(self.params))
 
 
-def _read(path: str, columns: list[str], what: str) -> pd.DataFrame:
-    """Read only the needed columns, naming any that the file lacks."""
+def check_split(path: str, columns: list[str], what: str) -> None:
+    """The split's file exists and has every needed column (the first it lacks is named)."""
     if not Path(path).is_file():
         raise ValueError(f"{what} data {path!r} does not exist")
     have = set(pq.read_schema(path).names)
     for column in columns:
         if column not in have:
             raise ValueError(f"{what} data {path}: missing column {column!r}")
+
+
+def _read(path: str, columns: list[str], what: str) -> pd.DataFrame:
+    """Read only the needed columns, naming any that the file lacks."""
+    check_split(path, columns, what)
     return pd.read_parquet(path, columns=columns)
 
 
@@ -119,8 +124,10 @@ def read_splits(cfg: PipelineConfig, train_path: str, validation_path: str, repo
     return out
 
 
-def _check_binary(y: np.ndarray, target: str, what: str) -> None:
+def _check_binary(y: np.ndarray, target: str, what: str, offset: int = 0) -> None:
+    """``y`` holds 0 and 1 only; rows are numbered among the split's rows with a target from ``offset``."""
     bad = np.flatnonzero((y != 0) & (y != 1))
     if len(bad):
-        raise ValueError(f"dataset.target {target!r} of a binary task must be 0 or 1: {what} row {int(bad[0])} "
+        row = offset + int(bad[0])
+        raise ValueError(f"dataset.target {target!r} of a binary task must be 0 or 1: {what} row {row} "
                          f"has {float(y[bad[0]])!r} ({len(bad)} such rows)")

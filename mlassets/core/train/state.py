@@ -24,7 +24,6 @@ from torch.distributed.checkpoint.state_dict import (
     set_model_state_dict,
     set_state_dict,
 )
-from torchdata.stateful_dataloader import StatefulDataLoader
 
 from mlassets.core.train.checkpoint import load_tensors, read_meta
 from mlassets.core.train.checkpoint_files import resume_key
@@ -80,7 +79,7 @@ def tensor_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[di
     return {"model": model_sd, "optim": optim_sd["state"]}, optim_sd["param_groups"]
 
 
-def capture(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, loader: StatefulDataLoader,
+def capture(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, loader: Any,
             progress: Progress, env: DistEnv, key: str,
             val_metric: float | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``(tensors, rank_state, meta)`` of the current state."""
@@ -95,7 +94,7 @@ def capture(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, 
 
 
 def restore(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
-            loader: StatefulDataLoader, env: DistEnv) -> Progress:
+            loader: Any, env: DistEnv) -> Progress:
     """Load a checkpoint into the live objects (every rank); returns the progress it records."""
     meta = read_meta(directory)
     rank_state = json.loads((directory / f"rank{env.rank}.json").read_text())

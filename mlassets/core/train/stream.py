@@ -1,12 +1,11 @@
-"""Training input that never holds a split in memory (``training.loader: stream``).
+"""The training input of the torch families (and of the boosted trees' streamed path): the splits read from their
+Parquet files, never more of them at once than the loader's window (``batches.Batches``).
 
 One pass over the training split's Parquet row groups fits the preprocessing (vocabularies; numeric means and
-standard deviations from sums; the target's median and spread from mergeable quantile summaries) and counts the rows.
-Then every epoch reads the row groups in an order seeded by ``(seed, epoch)``, a window of them at a time (about
-``training.stream_window_rows`` rows: the memory bound), and shuffles each window by ``(seed, epoch, window)``. Global
-batches are cut from that stream, and each rank takes its contiguous share of each, as the in-memory loader does, so
-1 and N ranks follow one trajectory. The checkpoint holds ``(epoch, batch position)``; a resumed run reads the window
-that position falls in again, shuffles it the same way and goes on from the same row: exact resume.
+standard deviations from sums; the target's median and spread from mergeable quantile summaries, exact when the split
+is one row group) and counts the rows; the validation split is counted (and checked) from its target column. With
+``training.loader: memory`` the loader's window is the whole split, decoded once and kept, and the validation split's
+chunks are kept after their first read: the same code, one window.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import ctypes
 import math
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,10 +26,9 @@ import pyarrow.parquet as pq
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.summary import TargetStats
 from mlassets.core.features.preprocess import Preprocessor, category_key, numeric_values
-from mlassets.core.train.faults import Faults
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.spec import FeatureSpec, output_size
-from mlassets.core.train.splits import _check_binary, class_label
+from mlassets.core.train.splits import _check_binary, check_split, class_label
 
 if TYPE_CHECKING:  # the boosted trees read this module too: torch only where a tensor is made
     import torch
@@ -52,6 +49,9 @@ class StreamData:
     center: float = 0.0
     scale: float = 1.0
     classes: list[str] = field(default_factory=list)
+    keep: bool = False  # the validation chunks are kept after their first read (training.loader: memory)
+    _kept: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]] | None = field(default=None, repr=False)
+    decoded: dict[int, list[pd.DataFrame]] = field(default_factory=dict, repr=False)  # row groups the scan kept
 
     @property
     def n_train(self) -> int:
@@ -89,13 +89,31 @@ class StreamData:
                 y = ((y - self.center) / self.scale).astype(np.float32)
         return frame, y
 
+    def read_groups(self, groups: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Training row groups ``groups`` as ``arrays`` gives them (the loader's window); a group the scan kept is
+        taken from it (and let go), the others read from the file."""
+        file, parts = pq.ParquetFile(self.train_path), []
+        for g in groups:
+            kept = self.decoded.pop(g, None)
+            parts.extend(kept if kept is not None else [file.read_row_group(g, columns=self.columns()).to_pandas()])
+        return self.arrays(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0])
+
     def validation_chunks(self, rows: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
         """The validation split in chunks: inputs as tensors, the target as the validation metric compares it."""
+        if self._kept is not None:
+            yield from self._kept
+            return
         import torch
 
+        kept = []
         for frame in frames(self.validation_path, self.columns(), rows):
             x_cat, x_num, y = self.arrays(frame, loss=False)
-            yield torch.from_numpy(x_cat), torch.from_numpy(x_num), y
+            chunk = torch.from_numpy(x_cat), torch.from_numpy(x_num), y
+            if self.keep:
+                kept.append(chunk)
+            yield chunk
+        if self.keep:
+            self._kept = kept
 
     def target_parts(self, path: str, loss: bool, rows: int = 65536) -> Iterator[np.ndarray]:
         """A split's targets as ``arrays`` gives them, read from its target column alone, ``rows`` at a time."""
@@ -116,8 +134,8 @@ def frames(path: str, columns: list[str], rows: int, row_groups: list[int] | Non
 
 
 def bound_allocators() -> None:
-    """Make a torch training process's memory follow its windows, not its rows: ``StreamBatches`` decodes and
-    shuffles a window in its reader thread and the loop frees it in its own. Arrow allocates from the system
+    """Make a torch training process's memory follow its windows, not its rows: ``batches.Batches`` decodes a
+    window in its reader thread and the loop frees it in its own. Arrow allocates from the system
     allocator (its default pool, mimalloc, kept what such frees gave back), and glibc keeps two malloc arenas, not
     one per thread (each thread's arena held freed windows). One epoch's peak at 20M rows was 0.60-0.68 GiB from run
     to run against 0.57 at 5M; with both bounds 0.53 GiB at either size, and the same samples/s (``bench
@@ -128,21 +146,30 @@ def bound_allocators() -> None:
             ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
 
 
-def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None) -> StreamData:
+def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None,
+         keep: bool = False) -> StreamData:
     """One pass over the training split (and a count of the validation one): the preprocessing, fitted as
-    ``Preprocessor.fit`` does but from sums and sets, and the target's scaling."""
+    ``Preprocessor.fit`` does but from sums and sets, and the target's scaling. ``keep`` (the whole split is the
+    loader's one window): the decoded row groups are kept for that window (read once) and the validation chunks
+    after their first read."""
     feats, target, task = cfg.features, cfg.dataset.target, cfg.dataset.task
     vocab: dict[str, set[str]] = {c: set() for c in feats.categorical}
     sums = {c: np.zeros(3) for c in feats.numeric}  # count, sum, sum of squares of the finite values
-    stats, classes, group_rows, dropped = [], set(), [], 0
+    stats, classes, group_rows, dropped, decoded = [], set(), [], 0, []
     columns = list(dict.fromkeys([*feats.categorical, *feats.numeric, target]))
+    check_split(train_path, columns, "training")
+    check_split(validation_path, columns, "validation")
     for group in range(pq.ParquetFile(train_path).num_row_groups):
         group_rows.append(0)
+        decoded.append([])
         targets = []  # a row group's targets: its quantile summary is one of the merged ones
         for frame in frames(train_path, columns, cfg.training.stream_window_rows, [group]):
             dropped += int(frame[target].isna().sum())
             frame = frame[frame[target].notna()]
+            offset = sum(group_rows)
             group_rows[-1] += len(frame)
+            if keep:
+                decoded[-1].append(frame)
             for column in feats.categorical:
                 _, uniques = pd.factorize(frame[column], use_na_sentinel=True)
                 vocab[column].update(category_key(u) for u in uniques)
@@ -153,7 +180,7 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
             if task == "multiclass":
                 classes.update(frame[target].map(class_label))
             elif task == "binary":
-                _check_binary(frame[target].to_numpy(dtype=np.float64), target, "training")
+                _check_binary(frame[target].to_numpy(dtype=np.float64), target, "training", offset)
             else:
                 targets.append(frame[target])
         if targets:
@@ -169,7 +196,9 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
         stds[column] = std if math.isfinite(std) and std > 0 else 1.0
     pre = Preprocessor(list(feats.categorical), list(feats.numeric),
                        {c: {k: i + 1 for i, k in enumerate(sorted(keys))} for c, keys in vocab.items()}, means, stds)
-    data = StreamData(cfg, pre, train_path, validation_path, group_rows, n_val=0, classes=sorted(classes))
+    data = StreamData(cfg, pre, train_path, validation_path, group_rows, n_val=0, classes=sorted(classes), keep=keep)
+    if keep:
+        data.decoded = {g: parts for g, parts in enumerate(decoded)}
     if task == "regression":
         merged = TargetStats.merge(stats)
         data.center = merged.quantile(0.5)
@@ -178,86 +207,36 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
     if task == "multiclass" and len(data.classes) < 2:
         raise ValueError(f"dataset.target {target!r} of a multiclass task has {len(data.classes)} class in the "
                          "training split; it needs at least 2")
-    data.n_val = sum(len(part) for part in data.target_parts(validation_path, loss=False))  # counted, not kept
-    if not data.n_val:
-        raise ValueError(f"validation data is empty: no rows with a {target!r} value")
+    data.n_val = _count_validation(data, reporter)
     return data
 
 
-class StreamBatches:
-    """This rank's share of each global batch of an epoch, read as described above; it is both the loader and the
-    sampler of the loop (``position`` counts global batches; ``state_dict`` is the position)."""
-
-    def __init__(self, data: StreamData, faults: Faults, global_batch: int, rank: int, world_size: int, seed: int,
-                 window_rows: int) -> None:
-        self.data, self.faults, self.window_rows = data, faults, window_rows
-        self.n, self.global_batch, self.rank, self.world_size, self.seed = (data.n_train, global_batch, rank,
-                                                                          world_size, seed)
-        self.epoch, self.position = 1, 0
-        self._file = pq.ParquetFile(data.train_path)
-
-    def __len__(self) -> int:
-        return -(-self.n // self.global_batch)
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch, self.position = epoch, 0
-
-    def global_size(self, batch: int) -> int:
-        return min(self.global_batch, self.n - batch * self.global_batch)
-
-    def windows(self) -> list[list[int]]:
-        """This epoch's row groups in seeded order, cut into windows of at least ``window_rows`` rows."""
-        order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.data.group_rows))
-        out, current, rows = [], [], 0
-        for group in order.tolist():
-            current.append(group)
-            rows += self.data.group_rows[group]
-            if rows >= self.window_rows:
-                out.append(current)
-                current, rows = [], 0
-        return out + ([current] if current else [])
-
-    def _window(self, index: int, groups: list[int]) -> tuple[np.ndarray, ...]:
-        frames = [self._file.read_row_group(g, columns=self.data.columns()).to_pandas() for g in groups]
-        arrays = self.data.arrays(pd.concat(frames, ignore_index=True))
-        order = np.random.default_rng([self.seed, self.epoch, index]).permutation(len(arrays[2]))
-        return tuple(a[order] for a in arrays)
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
-        import torch
-
-        windows = self.windows()
-        sizes = [sum(self.data.group_rows[g] for g in w) for w in windows]
-        w, offset = 0, self.position * self.global_batch
-        while w < len(windows) and offset >= sizes[w]:  # the window the position falls in
-            offset -= sizes[w]
-            w += 1
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream-window") as pool:
-            ahead = pool.submit(self._window, w, windows[w]) if w < len(windows) else None
-            buffer: tuple[np.ndarray, ...] | None = None
-            for batch in range(self.position, len(self)):
-                need, parts = self.global_size(batch), []
-                while need:
-                    if buffer is None or not len(buffer[0]):
-                        buffer = tuple(a[offset:] for a in ahead.result())
-                        w, offset = w + 1, 0
-                        # the next window is read and shuffled while this one trains (a core the loop leaves idle)
-                        ahead = pool.submit(self._window, w, windows[w]) if w < len(windows) else None
-                    take = min(need, len(buffer[0]))
-                    parts.append(tuple(a[:take] for a in buffer))
-                    buffer = tuple(a[take:] for a in buffer)
-                    need -= take
-                rows = [np.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i] for i in range(3)]
-                share = np.array_split(np.arange(len(rows[2])), self.world_size)[self.rank]
-                self.faults.slow_loader()
-                self.position = batch + 1
-                lo, hi = (int(share[0]), int(share[-1]) + 1) if len(share) else (0, 0)
-                yield tuple(torch.from_numpy(np.ascontiguousarray(r[lo:hi])) for r in rows)
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "position": self.position, "seed": self.seed}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if int(state["seed"]) != self.seed:
-            raise ValueError(f"data loader state: seed {state['seed']} != {self.seed}")
-        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+def _count_validation(data: StreamData, reporter: Reporter | None) -> int:
+    """The validation split's rows that count (counted from its target column, not kept), as ``read_splits`` checks
+    and reports them: rows without a target or (multiclass) of a class the training split never holds are dropped,
+    a binary target must be 0 or 1."""
+    target, task = data.cfg.dataset.target, data.cfg.dataset.task
+    rows, missing, unknown, unknown_classes = 0, 0, 0, set()
+    for frame in frames(data.validation_path, [target], 65536):
+        values = frame[target]
+        missing += int(values.isna().sum())
+        values = values[values.notna()]
+        if task == "binary":
+            _check_binary(values.to_numpy(dtype=np.float64), target, "validation", rows)
+        elif task == "multiclass":
+            labels = values.map(class_label)
+            known = labels.isin(set(data.classes)).to_numpy()
+            unknown += int((~known).sum())
+            unknown_classes.update(labels[~known])
+        rows += len(values)
+    if missing and reporter is not None:
+        reporter.log(f"validation: dropping {missing} rows without a {target!r} value")
+    if not rows:
+        raise ValueError(f"validation data is empty: no rows with a {target!r} value")
+    if unknown:  # a class the model cannot predict would make the validation metric infinite
+        if reporter is not None:
+            reporter.log(f"validation: dropping {unknown} rows of classes the training split never holds "
+                         f"({', '.join(sorted(unknown_classes))})")
+        if unknown == rows:
+            raise ValueError("validation data is empty: no row has a class the training split holds")
+    return rows - unknown

@@ -180,8 +180,8 @@ def test_a_missing_target_from_any_source_says_which_key_drops_it(cfg) -> None:
     frame.loc[7, "units"] = float("nan")
     outcome = validate_schema(frame, cfg.dataset)  # what a plug-in source's rows meet at ingestion
     assert not outcome.passed and "column 'units' failed not_nullable" in outcome.message
-    assert outcome.message.endswith("column 'units' failed not_nullable: 1 rows, e.g. [nan]; column 'units' is "
-                                    "the target: set dataset.drop_missing_target: true to drop rows without one "
+    assert outcome.message.endswith("column 'units' failed not_nullable: 1 rows, e.g. [nan] at row 7; column 'units' "
+                                    "is the target: set dataset.drop_missing_target: true to drop rows without one "
                                     "(they are counted)")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from mlassets.core.config import ColumnSpec, ConfigError, PipelineConfig, load_config, shipped_configs
 from mlassets.core.data.raw import partition_tables
-from mlassets.core.data.schema import CheckOutcome, build_schema, validate_min_rows, validate_schema
+from mlassets.core.data.schema import CheckOutcome, table_rules, validate_min_rows, validate_schema
 
 MONTH = "2013-01"
 
@@ -175,9 +175,9 @@ def test_fractional_value_in_int_column_fails(flights: pd.DataFrame, cfg: Pipeli
 
 
 def test_schema_covers_every_configured_column(cfg: PipelineConfig) -> None:
-    schema = build_schema(cfg.dataset.columns, cfg.dataset.key)
-    assert set(schema.columns) == set(cfg.dataset.columns)
-    assert list(schema.unique) == cfg.dataset.key
+    rules = table_rules(cfg.dataset.columns, cfg.dataset.key)
+    assert set(rules.columns) == set(cfg.dataset.columns)
+    assert rules.key == cfg.dataset.key
 
 
 # ------------------------------------------------------------------ min rows

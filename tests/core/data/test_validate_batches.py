@@ -1,6 +1,7 @@
 """The schema check over batches says what a check of the whole table says: the same verdict, message and count,
-whatever the batches, from a frame or from the store's objects, on the pandas path (text to parse) and on the
-Polars one (typed columns), and with the key hashes spilled to disk."""
+whatever the batches, from a frame or from the store's objects, with text to parse or typed columns, and with the
+key hashes spilled to disk; one engine (Polars) checks and words every failure, naming the column, the value and its
+row."""
 
 from __future__ import annotations
 
@@ -95,21 +96,35 @@ def test_batches_say_what_the_whole_table_says(tmp_path, monkeypatch, cfg, janua
     assert (stored.passed, stored.message, stored.failures) == (whole.passed, whole.message, whole.failures)
 
 
-def test_typed_batches_that_pass_never_go_through_pandas(tmp_path, monkeypatch, cfg, january) -> None:
-    checked: list[int] = []
-    real = validate.TableScan._pandas
+def test_typed_batches_that_pass_are_judged_by_one_expression_and_a_failure_names_its_row(tmp_path, monkeypatch,
+                                                                                          cfg, january) -> None:
+    counted: list[int] = []
+    real = validate.TableScan._count
 
-    def counted(self, frame: pd.DataFrame) -> pd.DataFrame:
-        checked.append(len(frame))
-        return real(self, frame)
+    def count(self, frame, *args) -> None:
+        counted.append(len(frame))
+        return real(self, frame, *args)
 
-    monkeypatch.setattr(validate.TableScan, "_pandas", counted)
+    monkeypatch.setattr(validate.TableScan, "_count", count)
     monkeypatch.setattr(budget, "MAX_ROWS", BATCH)
     frame = _typed(january, cfg)
     frame.loc[20000, "origin"] = "XXX"
     outcome = _store_outcome(tmp_path, frame, cfg)
-    assert not outcome.passed and "XXX" in outcome.message
-    assert sum(checked) <= BATCH  # only the batch holding the bad row was checked (and worded) by pandas
+    assert not outcome.passed
+    assert "column 'origin' failed isin(['EWR', 'JFK', 'LGA']): 1 rows, e.g. ['XXX'] at row 20000" in outcome.message
+    assert sum(counted) <= BATCH  # only the batch holding the bad row was counted check by check
+
+
+def test_text_that_is_no_number_or_date_is_named_with_its_row(tmp_path) -> None:
+    frame = pd.DataFrame({"x": ["1.5", " 2 ", "abc", None], "t": ["2020-01-01T00:00:00Z", "2020-02-01", "never",
+                                                                 "2020-03-01 10:00:00+02:00"]})
+    rules = table_rules({"x": ColumnSpec("float", nullable=True), "t": ColumnSpec("datetime")}, [])
+    from mlassets.core.data.validate import scan_frame
+
+    outcome = scan_frame(frame, rules, 64)
+    assert outcome.message == ("column 'x' failed coerce_dtype('float64'): 1 rows, e.g. ['abc'] at row 2; "
+                               "column 't' failed coerce_dtype('datetime64[ns, UTC]'): 1 rows, e.g. ['never'] at row 2")
+    assert outcome.failures == 2
 
 
 EDGES: list[tuple[str, str, object]] = [  # (id, column, value): Polars and pandas must agree on each
@@ -127,7 +142,7 @@ EDGE_COLUMNS = {"x": ColumnSpec("float", nullable=True, min=0, max=10), "n": Col
 
 
 @pytest.mark.parametrize(("column", "value"), [e[1:] for e in EDGES], ids=[e[0] for e in EDGES])
-def test_the_polars_check_agrees_with_pandas_on_edge_values(tmp_path, column: str, value: object) -> None:
+def test_a_frame_and_its_stored_object_agree_on_edge_values(tmp_path, column: str, value: object) -> None:
     n = 50
     frame = pd.DataFrame({"x": np.linspace(0, 10, n), "n": np.arange(n, dtype="float64"), "s": ["a", "b"] * (n // 2),
                           "t": pd.date_range("2020-01-01", periods=n, freq="D", tz="UTC"),
@@ -143,6 +158,7 @@ def test_the_polars_check_agrees_with_pandas_on_edge_values(tmp_path, column: st
 
     whole = scan_frame(frame, rules, 64)
     assert (stored.passed, stored.message) == (whole.passed, whole.message)
+    assert stored.passed or stored.message.endswith(" at row 7")  # the row of the edge value
     if column == "u":  # issue 33: inf in a nullable column with no bounds is refused, not taken as missing
         assert not stored.passed and f"column 'u' failed finite: 1 rows, e.g. [{value}]" in stored.message
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from mlassets.core.config import FaultConfig, parse_config
+from mlassets.core.train.batches import Batches
 from mlassets.core.train.entry import read_result
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.job import TrainJob
@@ -22,7 +23,7 @@ from mlassets.core.train.launch import train_command
 from mlassets.core.train.loader import load_data
 from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
-from mlassets.core.train.stream import StreamBatches, scan
+from mlassets.core.train.stream import scan
 from mlassets.core.train.synthetic import tiny_config, write_splits
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
@@ -54,7 +55,7 @@ def test_each_epoch_reads_every_row_once_a_window_at_a_time_in_a_seeded_order(da
     assert streamed.center == pytest.approx(memory.center, rel=0.01)  # the median, from mergeable quantile summaries
     assert streamed.pre.vocab == memory.pre.vocab  # the same vocabularies from sets as from the whole frame
     assert streamed.pre.means == pytest.approx(memory.pre.means) and streamed.pre.stds == pytest.approx(memory.pre.stds)
-    batches = StreamBatches(streamed, Faults(FaultConfig(), 0, tmp_path), 128, 0, 1, seed=7, window_rows=250)
+    batches = Batches(streamed, Faults(FaultConfig(), 0, tmp_path), 128, 0, 1, seed=7, window_rows=250)
     windows = batches.windows()
     assert sorted(g for w in windows for g in w) == list(range(10)) and max(len(w) for w in windows) == 3
     epochs = []
@@ -98,3 +99,37 @@ def test_two_ranks_follow_the_one_rank_trajectory_and_a_sigkill_resumes_exactly(
     assert resumed.resumed_from_step >= 4  # mid-epoch: the window of step 4's rows is read and shuffled again
     assert resumed.final_weights_sha256 == result.final_weights_sha256
     assert read_result(killed).weights_sha256 == result.weights_sha256
+
+
+def test_the_in_memory_loader_is_the_one_window_case_decoded_once(data, tmp_path: Path) -> None:
+    cfg = parse_config(tiny_config(**{**STREAM, "loader": "memory"}))
+    scanned = scan(cfg, str(data[0]), str(data[1]), None)
+    reads: list[list[int]] = []
+    read_groups = scanned.read_groups
+    scanned.read_groups = lambda groups: reads.append(list(groups)) or read_groups(groups)  # counts, then reads
+    batches = Batches(scanned, Faults(FaultConfig(), 0, tmp_path), 128, 0, 1, seed=7, window_rows=0)
+    assert batches.windows() == [list(range(10))]  # every row group, in file order
+    epochs = []
+    for epoch in (1, 2):
+        batches.set_epoch(epoch)
+        epochs.append(torch.cat([y for *_, y in batches]).numpy())
+        assert np.array_equal(np.sort(epochs[-1]), np.sort(read_groups(list(range(10)))[2]))  # each row once
+    assert reads == [list(range(10))]  # the whole split decoded once, kept for the second epoch
+    assert not np.array_equal(epochs[0], epochs[1])
+    batches.set_epoch(2)
+    batches.load_state_dict({"epoch": 2, "position": 3, "seed": 7})
+    assert np.array_equal(torch.cat([y for *_, y in batches]).numpy(), epochs[1][3 * 128:])
+    halves = []
+    for rank in (0, 1):  # two ranks: each its contiguous half of every global batch, together the one-rank batches
+        two = Batches(scanned, Faults(FaultConfig(), rank, tmp_path), 128, rank, 2, seed=7, window_rows=0)
+        two.set_epoch(2)
+        halves.append([y.numpy() for *_, y in two])
+    assert np.array_equal(np.concatenate([np.concatenate(pair) for pair in zip(*halves, strict=True)]), epochs[1])
+
+
+def test_a_window_as_large_as_the_split_is_the_in_memory_loader(data, tmp_path: Path) -> None:
+    cfg = parse_config(tiny_config(**STREAM))
+    scanned = scan(cfg, str(data[0]), str(data[1]), None)
+    faults = Faults(FaultConfig(), 0, tmp_path)
+    whole, large = (Batches(scanned, faults, 100, 0, 1, seed=3, window_rows=rows) for rows in (0, 1000))
+    assert np.array_equal(torch.cat([y for *_, y in whole]).numpy(), torch.cat([y for *_, y in large]).numpy())
