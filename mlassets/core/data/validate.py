@@ -74,12 +74,13 @@ class TableScan:
         self.eager = ""
         self.keyed = all(k in self.columns for k in self.key)  # every batch's key hashed (else no key check)
         self.fast = 0  # batches that passed on the one expression alone
+        self._schemas: dict[tuple[str, ...], object] = {}
 
     def add(self, batch: Batch, metadata: Mapping[bytes, bytes] | None = None) -> None:
         """The next batch (a pandas or a Polars frame; ``metadata``, the Parquet schema's, is not needed)."""
         import polars as pl
 
-        from mlassets.core.data.schema_polars import coerce, row_passes
+        from mlassets.core.data.schema_polars import coerce
 
         first, self.rows = self.rows, self.rows + len(batch)
         try:
@@ -92,12 +93,26 @@ class TableScan:
                 self.missing.append(name)
         cast, bad = coerce(frame, self.columns)
         present = {n: s for n, s in self.columns.items() if n in cast.columns}
-        if not bad and (not present or cast.select(pl.all_horizontal(
-                [row_passes(n, s) for n, s in present.items()]).all()).item()):
+        if not bad and (not present or self._passes(cast, present)):
             self.fast += 1
         else:
             self._count(frame, cast, bad, present, first)
         self._hash(cast)
+
+    def _passes(self, cast: pl.DataFrame, present: dict[str, ColumnSpec]) -> bool:
+        """Whether pandera's schema of the declared rules passes the batch (one schema per set of columns)."""
+        from pandera.errors import SchemaError, SchemaErrors
+
+        from mlassets.core.data.schema_polars import pandera_schema
+
+        names = tuple(present)
+        if names not in self._schemas:
+            self._schemas[names] = pandera_schema(present)
+        try:
+            self._schemas[names].validate(cast, lazy=True)
+        except (SchemaError, SchemaErrors):
+            return False
+        return True
 
     def _count(self, frame: pl.DataFrame, cast: pl.DataFrame, bad: dict[str, pl.Series],
                present: dict[str, ColumnSpec], first: int) -> None:

@@ -179,3 +179,23 @@ def test_a_table_with_no_declared_column_names_them_missing(tmp_path, cfg, janua
     stored = _store_outcome(tmp_path, renamed, cfg)
     assert not stored.passed and "column 'origin' is missing" in stored.message, stored.message
     assert stored.message == validate_schema(renamed, cfg.dataset).message
+
+
+def test_pandera_judges_a_batch_by_the_declared_rules() -> None:
+    """The schema that decides whether a batch passes is pandera's (its Polars backend): one check of every rule."""
+    import pandera.polars as pap
+    import polars as pl
+    from pandera.errors import SchemaErrors
+
+    from mlassets.core.config import ColumnSpec
+    from mlassets.core.data.schema_polars import coerce, pandera_schema
+
+    columns = {"x": ColumnSpec(dtype="float", min=0.0), "c": ColumnSpec(dtype="str", allowed=("a", "b"))}
+    schema = pandera_schema(columns)
+    assert isinstance(schema, pap.DataFrameSchema)
+    good, _ = coerce(pl.DataFrame({"x": [0.0, 2.5], "c": ["a", "b"]}), columns)
+    schema.validate(good, lazy=True)
+    for bad in ({"x": [-1.0, 2.5], "c": ["a", "b"]}, {"x": [0.0, 2.5], "c": ["a", "z"]}):
+        cast, _ = coerce(pl.DataFrame(bad), columns)
+        with pytest.raises(SchemaErrors, match="declared_values"):
+            schema.validate(cast, lazy=True)
