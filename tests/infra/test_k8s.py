@@ -4,7 +4,6 @@ kubernetes-validate), the torchrun rendezvous across pods, and the settings each
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import kubernetes_validate
@@ -12,25 +11,14 @@ import pytest
 import yaml
 
 from mlassets.core import settings
-from tests.infra.conftest import INFRA, load_all
+from tests.infra.conftest import INFRA, load_all, render_module, valid_k8s
 
 MANIFESTS = ["k8s/dagster-instance.yaml", "k8s/dagster.yaml", "k8s/train-multinode.yaml"]
 IMAGE = "registry.example.com/mlassets@sha256:" + "1" * 64
 JOB = "/var/lib/mlassets/work/flights/train/abc/job.json"
 
 
-def _render_module():
-    spec = importlib.util.spec_from_file_location("render_training", INFRA / "k8s" / "render_training.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-render_training = _render_module()
-
-
-def _valid(doc: dict) -> None:
-    kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
+render_training = render_module("render_training")
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS)
@@ -38,11 +26,11 @@ def test_every_manifest_is_valid_kubernetes(manifest: str) -> None:
     docs = load_all(manifest)
     assert docs
     for doc in docs:
-        _valid(doc)
+        valid_k8s(doc)
     broken = json.loads(json.dumps(docs[-1]))
     broken["metadata"]["bogus"] = 1
     with pytest.raises(kubernetes_validate.ValidationError):
-        _valid(broken)  # strict: an unknown field is an error, not ignored
+        valid_k8s(broken)  # strict: an unknown field is an error, not ignored
 
 
 def _containers(doc: dict) -> list[dict]:
@@ -83,8 +71,8 @@ def test_configmap_and_secret_together_are_what_the_production_profile_needs(mon
 @pytest.mark.parametrize(("nodes", "gpus"), [(2, 1), (4, 8), (3, 0)])
 def test_rendered_training_is_valid_and_meets_at_pod_0_through_the_headless_service(nodes: int, gpus: int) -> None:
     service, job = render_training.render(nodes, gpus, IMAGE, JOB, name="flights-train-7", procs_per_node=2)
-    _valid(service)
-    _valid(job)
+    valid_k8s(service)
+    valid_k8s(job)
     pod = job["spec"]["template"]
     assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["completions"] == nodes
     assert job["spec"]["parallelism"] == nodes and job["spec"]["backoffLimit"] == 0
@@ -124,4 +112,4 @@ def test_render_prints_yaml_that_kubectl_applies_as_is(capsys) -> None:
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     assert [d["kind"] for d in docs] == ["Service", "Job"]
     for doc in docs:
-        _valid(doc)
+        valid_k8s(doc)

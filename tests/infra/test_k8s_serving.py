@@ -4,38 +4,25 @@ config's serving keys, scaling on queue depth, probes on the endpoint's routes, 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 
-import kubernetes_validate
 import pytest
 import yaml
 
 from mlassets.core.config import ConfigError, load_config, resolve_config
 from mlassets.core.config.serving import ServingConfig
-from tests.infra.conftest import INFRA, load_all
+from tests.infra.conftest import load_all, render_module, valid_k8s
 
 IMAGE = "registry.example.com/mlassets@sha256:" + "2" * 64
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("render_serving", INFRA / "k8s" / "render_serving.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-render_serving = _module()
-
-
-def _valid(doc: dict) -> None:
-    kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
+render_serving = render_module("render_serving")
 
 
 def test_the_shipped_manifest_is_valid_and_is_the_flights_rendering() -> None:
     shipped = load_all("k8s/serving.yaml")
     assert [d["kind"] for d in shipped] == ["Service", "Deployment", "HorizontalPodAutoscaler"]
     for doc in shipped:
-        _valid(doc)
+        valid_k8s(doc)
     image = shipped[1]["spec"]["template"]["spec"]["containers"][0]["image"]
     assert render_serving.render("flights", image) == shipped
 
@@ -46,7 +33,7 @@ def test_a_rendering_takes_replicas_and_the_queue_target_from_the_config(monkeyp
     monkeypatch.setattr(render_serving, "load_config", lambda _path: dataclasses.replace(cfg, serving=tuned))
     service, deployment, scaler = render_serving.render("flights", IMAGE, name="flights-serve")
     for doc in (service, deployment, scaler):
-        _valid(doc)
+        valid_k8s(doc)
     pod = deployment["spec"]["template"]
     container = pod["spec"]["containers"][0]
     assert container["image"] == IMAGE and deployment["spec"]["replicas"] == 2
