@@ -27,3 +27,27 @@ def running(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+def flow(base: str, stop: threading.Event, seen: list[tuple[int, str]], body: dict,
+         clients: int = 4) -> list[threading.Thread]:
+    """``clients`` threads posting ``body`` to ``/predict`` until ``stop``; each answer's (status, version) kept."""
+    import httpx
+
+    def loop() -> None:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            while not stop.is_set():
+                answer = client.post("/predict", json=body)
+                seen.append((answer.status_code, answer.json().get("version", answer.text)))
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def until(condition, what: str, seconds: float = 90) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)

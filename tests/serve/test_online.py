@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import httpx
 import mlflow
@@ -23,7 +22,7 @@ from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha25
 from mlassets.core.train.model import TabularMLP
 from mlassets.serve.cli import TRACE_FILE, build
 from tests.core.registry import test_promotion as shared
-from tests.serve.server import running
+from tests.serve.server import flow, running, until
 
 reg = shared.reg
 Registry = shared.Registry
@@ -49,42 +48,23 @@ def _shifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return _SHIFTED["uri"], _SHIFTED["weights"]
 
 
-def _send(base: str, stop: threading.Event, seen: list[tuple[int, str]]) -> threading.Thread:
-    def loop() -> None:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            while not stop.is_set():
-                answer = client.post("/predict", json=ROWS)
-                seen.append((answer.status_code, answer.json().get("version", answer.text)))
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    return thread
-
-
-def _until(condition, what: str, seconds: float = 90) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _actions(reg: Registry) -> list[tuple[str, str]]:
     return [(e.action, e.to_version) for e in reg.log.entries(reg.name)]
 
 
-def _serve_until(reg: Registry, done, what: str, rule: OnlineConfig = RULE):  # noqa: ANN001, ANN202
+def _serveuntil(reg: Registry, done, what: str, rule: OnlineConfig = RULE):  # noqa: ANN001, ANN202
     """Requests flow through a real server until ``done()``; returns (answers, GET /online mid-test, metrics)."""
     app = build(reg.name, "flights", swap_poll_s=0.1, online=rule)
     seen: list[tuple[int, str]] = []
     stop = threading.Event()
     with running(app) as base:
-        thread = _send(base, stop, seen)
+        (thread,) = flow(base, stop, seen, ROWS, clients=1)
         try:
-            _until(lambda: app.state.online.running is not None and len(seen) >= 4, "the test to start")
+            until(lambda: app.state.online.running is not None and len(seen) >= 4, "the test to start")
             during = httpx.get(f"{base}/online").json()
-            _until(lambda: done(app), what)
+            until(lambda: done(app), what)
             count = len(seen)
-            _until(lambda: len(seen) >= count + 12, "requests after the decision")
+            until(lambda: len(seen) >= count + 12, "requests after the decision")
         finally:
             stop.set()
             thread.join(timeout=60)
@@ -100,7 +80,7 @@ def test_a_canary_that_meets_the_rule_is_promoted_and_the_endpoint_follows(reg: 
     started = online.start(reg.name, "2", "canary", who="tester")
     assert registry.alias_version(reg.name, online.CANDIDATE).version == 2
     assert promote.live_version(reg.name) == "1"  # a started test moves nothing
-    versions, during, metrics = _serve_until(reg, lambda app: app.state.champion.current.version == "2",
+    versions, during, metrics = _serveuntil(reg, lambda app: app.state.champion.current.version == "2",
                                             "the promotion and the swap")
     assert _actions(reg) == [("promote", "1"), ("canary-start", "2"), ("promote", "2")]
     row = reg.log.entries(reg.name)[-1]
@@ -127,7 +107,7 @@ def test_a_shifted_canary_is_rolled_back_and_the_champion_stays(
     bad = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
     promote.promote(reg.name, "1")
     online.start(reg.name, bad, "canary")
-    versions, _during, _metrics = _serve_until(
+    versions, _during, _metrics = _serveuntil(
         reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK and app.state.online.running is None,
         "the rollback")
     assert _actions(reg) == [("promote", "1"), ("canary-start", bad), ("online-rollback", bad)]
@@ -144,7 +124,7 @@ def test_a_shadow_scores_every_request_but_never_answers(
     shadow = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
     promote.promote(reg.name, "1")
     online.start(reg.name, shadow, "shadow")
-    versions, _during, metrics = _serve_until(
+    versions, _during, metrics = _serveuntil(
         reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK, "the shadow's rollback")
     assert set(versions) == {"1"}  # the shadow never answered
     assert "prediction shift" in reg.log.entries(reg.name)[-1].reason
@@ -190,7 +170,7 @@ def test_the_cli_starts_shows_and_rolls_back_a_test_by_hand(reg: Registry, capsy
     assert f"{reg.name}: v2 started as canary against v1" in capsys.readouterr().out
     app = build(reg.name, "flights", swap_poll_s=0.1, online=OnlineConfig(share=0.5, auto_decide=False))
     with running(app) as base:
-        _until(lambda: app.state.online.running is not None, "the test to start")
+        until(lambda: app.state.online.running is not None, "the test to start")
         for _ in range(6):
             assert httpx.post(f"{base}/predict", json=ROWS).status_code == 200
         assert main(["online", "status", reg.name, "--url", base]) == 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 
 import httpx
 import pytest
@@ -15,32 +14,12 @@ from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
 from mlassets.serve.cli import build
 from tests.core.registry import test_promotion as shared
-from tests.serve.server import running
+from tests.serve.server import flow, running, until
 
 reg = shared.reg
 Registry = shared.Registry
 FEATURES = [*shared.FLIGHTS.features.categorical, *shared.FLIGHTS.features.numeric]
 ROWS = {"rows": json.loads(shared.flights_rows(4, seed=2)[FEATURES].to_json(orient="records"))}
-
-
-def _flow(base: str, stop: threading.Event, seen: list[tuple[int, str]], clients: int = 4) -> list[threading.Thread]:
-    def loop() -> None:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            while not stop.is_set():
-                answer = client.post("/predict", json=ROWS)
-                seen.append((answer.status_code, answer.json().get("version", answer.text)))
-
-    threads = [threading.Thread(target=loop, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    return threads
-
-
-def _until(condition, what: str, seconds: float = 90) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_a_promotion_under_load_swaps_without_a_failed_request_and_a_bad_version_is_refused(
@@ -51,20 +30,20 @@ def test_a_promotion_under_load_swaps_without_a_failed_request_and_a_bad_version
     seen: list[tuple[int, str]] = []
     stop = threading.Event()
     with running(app) as base:
-        threads = _flow(base, stop, seen)
+        threads = flow(base, stop, seen, ROWS)
         try:
-            _until(lambda: len(seen) >= 20, "requests served by v1")
+            until(lambda: len(seen) >= 20, "requests served by v1")
             promote.promote(reg.name, "2")
-            _until(lambda: any(v == "2" for _, v in seen), "the swap to v2")
+            until(lambda: any(v == "2" for _, v in seen), "the swap to v2")
             count = len(seen)
-            _until(lambda: len(seen) >= count + 20, "requests after the swap")
+            until(lambda: len(seen) >= count + 20, "requests after the swap")
             # v3 names weights its logged model does not have: its folder fails the checks
             bad = registry.register(reg.name, reg.uri, shared.record(True)).version
             with caplog.at_level(logging.ERROR, logger="mlassets.serve"):
                 promote.promote(reg.name, bad)
-                _until(lambda: any("ALERT" in r.message for r in caplog.records), "the refusal's alert")
+                until(lambda: any("ALERT" in r.message for r in caplog.records), "the refusal's alert")
             count = len(seen)
-            _until(lambda: len(seen) >= count + 20, "requests after the refusal")
+            until(lambda: len(seen) >= count + 20, "requests after the refusal")
         finally:
             stop.set()
             for thread in threads:
