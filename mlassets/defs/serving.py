@@ -6,7 +6,8 @@ import dagster as dg
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.version_keys import resolve_key
-from mlassets.core.features.store import read_split
+from mlassets.core.evaluate.stream import READ_BUDGET_MB
+from mlassets.core.features.store import split_tables
 from mlassets.defs.display import number
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import mlflow_links, run_metadata, version_metadata
@@ -37,8 +38,9 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             raise dg.Failure(f"predictions refused: {exc}") from None
         store = context.resources.store.open()
         version = resolve_key(store, cfg, context.partition_key)
-        result = write_predictions(store, cfg, version, model, lambda: read_split(store, cfg, version, "holdout"),
-                                   run_metadata(context))  # the read is traced too
+        result = write_predictions(store, cfg, version, model,  # in chunks of the read budget, each read traced
+                                   lambda: split_tables(store, cfg, version, "holdout", budget_mb=READ_BUDGET_MB),
+                                   run_metadata(context))
         metadata: dict[str, object] = {
             **version_metadata(store, cfg, version),
             "model_name": name, "model_version": model.version, "serving_basis": model.basis,

@@ -10,8 +10,11 @@ the model folder is checked against the registered version (its run, logged mode
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mlflow
 import numpy as np
@@ -20,10 +23,10 @@ from opentelemetry import trace
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.core.data.parquet import to_parquet_bytes
 from mlassets.core.data.raw import derived_repo
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.diagnose import spans
+from mlassets.core.evaluate.predictions import write_scored
 from mlassets.core.features.store import BRANCH
 from mlassets.core.records import Record
 from mlassets.core.registry import promote
@@ -31,7 +34,9 @@ from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import PromotionError, PromotionLog
 from mlassets.core.train.artifact import ModelBundle
 from mlassets.core.train.outputs import served
-from mlassets.core.train.splits import class_label
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _TRACER = trace.get_tracer("mlassets.serving")
 
@@ -107,49 +112,44 @@ def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog 
 
 
 def write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,
-                      rows: pd.DataFrame | Callable[[], pd.DataFrame],
+                      rows: pd.DataFrame | Iterable[pa.Table] | Callable[[], pd.DataFrame | Iterable[pa.Table]],
                       metadata: Mapping[str, str] | None = None) -> PredictionSet:
-    """Score ``rows`` (or what ``rows()`` reads) and commit key columns + prediction to the dataset's derived
-    repository.
+    """Score ``rows`` (a frame, or chunks: ``features.store.split_tables``' tables; or what ``rows()`` gives) and
+    commit key columns + prediction to the dataset's derived repository. Chunks are scored one at a time into a
+    local file (``evaluate.predictions.write_scored``), which the commit then streams: nothing holds them all.
 
-    Traced (OpenTelemetry): a ``batch_inference`` span with ``read`` (when given a reader), ``preprocessing``,
-    ``model`` and ``write`` under it, recorded in ``$MLASSETS_HOME/traces/serving.jsonl`` for the dashboard's
-    serving-latency page.
+    Traced (OpenTelemetry): a ``batch_inference`` span with ``read`` (when given a reader: one per chunk read),
+    ``preprocessing``, ``model`` and ``write`` under it, recorded in ``$MLASSETS_HOME/traces/serving.jsonl`` for the
+    dashboard's serving-latency page.
     """
     spans.enable(paths.home() / "traces" / "serving.jsonl")
     with _TRACER.start_as_current_span("batch_inference", attributes={"model": model.name,
                                                                       "version": model.version}) as span:
-        if callable(rows):
+        reader = callable(rows)
+        if reader:
             with _TRACER.start_as_current_span("read"):
                 rows = rows()
-        span.set_attribute("rows", len(rows))
-        return _write_predictions(store, cfg, data_version, model, rows, metadata)
+        chunks = [rows] if isinstance(rows, pd.DataFrame) else rows
+        result = _write_predictions(store, cfg, data_version, model, chunks, reader and chunks is rows, metadata)
+        span.set_attribute("rows", result.rows)
+        return result
 
 
 def _write_predictions(store: VersionedStore, cfg: PipelineConfig, data_version: str, model: ServedModel,
-                       rows: pd.DataFrame, metadata: Mapping[str, str] | None) -> PredictionSet:
-    ds = cfg.dataset
-    keep = [c for c in dict.fromkeys([*ds.key, ds.time_column, ds.target]) if c in rows.columns]
-    out = rows[keep].reset_index(drop=True).copy()
-    answer = model.predict(rows)
-    if isinstance(answer, pd.DataFrame):  # multiclass: the label and one probability per class
-        out = pd.concat([out, answer.reset_index(drop=True)], axis=1)
-    else:
-        out["prediction"] = answer
-    out["model_version"] = model.version
-    scored = ds.target in out and len(out)
-    mae = accuracy = None
-    if scored and ds.task == "multiclass":
-        accuracy = float(np.mean(out["prediction"].to_numpy() == out[ds.target].map(class_label).to_numpy()))
-    elif scored:
-        mae = float(np.mean(np.abs(out["prediction"] - out[ds.target])))
+                       chunks: Iterable[pa.Table | pd.DataFrame], traced_read: bool,
+                       metadata: Mapping[str, str] | None) -> PredictionSet:
     path = f"predictions/{data_version}/{model.name}-v{model.version}.parquet"
     repo = derived_repo(cfg)
-    store.create_repo(repo, default_branch=BRANCH)
     meta = {"data_version": data_version, "model_name": model.name, "model_version": model.version,
             "serving_basis": model.basis, **(metadata or {})}
-    with _TRACER.start_as_current_span("write", attributes={"rows": len(out)}):
-        commit = store.commit(repo, BRANCH, {path: to_parquet_bytes(out)},
-                              f"Predictions of {data_version[:12]} by {model.name} v{model.version}", meta)
-    return PredictionSet(commit=commit.id, uri=store.uri(repo, commit.id, path), rows=len(out), mae=mae,
-                         accuracy=accuracy)
+    with tempfile.TemporaryDirectory(prefix="mlassets-predictions-") as tmp:
+        file = Path(tmp) / "predictions.parquet"
+        scored = write_scored(chunks, cfg, model.predict, model.version, file, traced_read=traced_read)
+        store.create_repo(repo, default_branch=BRANCH)
+        with _TRACER.start_as_current_span("write", attributes={"rows": scored.rows}):
+            with store.transaction(repo, BRANCH, f"Predictions of {data_version[:12]} by {model.name} "
+                                   f"v{model.version}", meta, allow_empty=True) as tx:  # a new commit, as ever
+                tx.put_file(path, file)
+    assert tx.commit is not None  # the transaction landed (or raised)
+    return PredictionSet(commit=tx.commit.id, uri=store.uri(repo, tx.commit.id, path), rows=scored.rows,
+                         mae=scored.mae, accuracy=scored.accuracy)

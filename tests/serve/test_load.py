@@ -87,7 +87,13 @@ HOLDOUT = shared.flights_rows(50, seed=7)
 @pytest.fixture(autouse=True)
 def _holdout(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every data version's holdout split is HOLDOUT (the feature store's layout is not under test here)."""
-    monkeypatch.setattr("mlassets.defs.serving.read_split", lambda store, cfg, version, split: HOLDOUT.copy())
+    import pyarrow as pa
+
+    def chunks(store: object, cfg: object, version: str, split: str, budget_mb: int | None = None) -> list[pa.Table]:
+        return [pa.Table.from_pandas(HOLDOUT[:20], preserve_index=False),  # read in two chunks
+                pa.Table.from_pandas(HOLDOUT[20:], preserve_index=False)]
+
+    monkeypatch.setattr("mlassets.defs.serving.split_tables", chunks)
 
 
 def registered(reg: Registry, version: str, gated_against: str | None = None) -> RegisteredVersion:
