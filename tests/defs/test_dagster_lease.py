@@ -7,14 +7,17 @@ frozen run's last checkpoint (the work lost is the steps since it) and succeeds.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
+import time
 from pathlib import Path
 
 import dagster as dg
 import psutil
 import pytest
 import yaml
+from dagster._core.utils import make_new_run_id
 
 from mlassets.cli import daemon
 from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
@@ -22,7 +25,8 @@ from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import FLEET_ENV, SHIPPED, load_fleet
 from mlassets.core.fleet.service import fleet_table
 from mlassets.defs.alerts import alerts_log
-from mlassets.defs.fleet import LEASE_LOST_TAG, RESUME_TAG
+from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, RESUME_TAG
+from mlassets.defs.leases import watch_leases
 from mlassets.examples.sales import write_example
 from mlassets.host.instance import get_instance
 from mlassets.host.runs import ingest
@@ -98,3 +102,42 @@ def test_a_frozen_rank_loses_the_lease_and_its_run_resumes_from_the_last_checkpo
     assert fleet_table().heartbeats(hb.run_lease(run_id)) == []  # the lease is gone with its ranks
     alerts = Path(alerts_log())
     assert not alerts.exists() or run_id not in alerts.read_text()  # a lost lease, requeued: no failure alert
+
+
+def _started(instance: dg.DagsterInstance, spec_minutes: float, at: float) -> dg.DagsterRun:
+    """A pipeline run of the sales job, started at ``at`` (its RUN_START event), with a job spec."""
+    spec = dataclasses.replace(_spec("research", "batch", True), expected_minutes=spec_minutes)
+    run = instance.add_run(dg.DagsterRun(job_name="sales_pipeline", run_id=make_new_run_id(),
+                                         status=dg.DagsterRunStatus.NOT_STARTED, tags=spec.tags(load_fleet(SHIPPED))))
+    instance.report_dagster_event(dg.DagsterEvent(event_type_value="PIPELINE_START", job_name="sales_pipeline"),
+                                  run.run_id, timestamp=at)
+    return instance.get_run_by_id(run.run_id)
+
+
+def test_leases_and_overruns_of_running_runs(home: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sensor's watch on a real instance (only its launcher's terminate is recorded): a run whose rank last beat
+    past the lease is stopped as lease lost, one that beats is left alone, one without heartbeats is not judged; a
+    run past its expected runtime is warned once, then stopped as overrun past overrun_factor times it."""
+    fleet, now = load_fleet(SHIPPED), time.time()
+    with dg.instance_for_test() as instance:
+        stopped: list[str] = []
+        monkeypatch.setattr(instance.run_launcher, "terminate", stopped.append)
+        frozen, beating, silent = (_started(instance, 60.0, now - 120) for _ in range(3))
+        table = fleet_table()
+        table.heartbeat(hb.run_lease(frozen.run_id), 0, step=40, checkpoint_step=35, now=now - 1900)
+        table.heartbeat(hb.run_lease(beating.run_id), 0, step=40, checkpoint_step=35, now=now - 20)
+        lines = watch_leases(instance, fleet, "sales_pipeline", now=now)
+        assert stopped == [frozen.run_id] and len(lines) == 1
+        assert instance.get_run_by_id(frozen.run_id).tags[LEASE_LOST_TAG] == (
+            "lease lost: no heartbeat for 1900 s (lease 1800 s); requeued to resume from its last checkpoint")
+        assert not watch_leases(instance, fleet, "sales_pipeline", now=now)  # being stopped: not again
+        assert LEASE_LOST_TAG not in instance.get_run_by_id(silent.run_id).tags
+
+        stopped.clear()
+        long = _started(instance, 10.0, now - 11 * 60)  # past its 10 min
+        watch_leases(instance, fleet, "sales_pipeline", now=now)
+        assert OVERRUN_WARNED_TAG in instance.get_run_by_id(long.run_id).tags and not stopped
+        assert not watch_leases(instance, fleet, "sales_pipeline", now=now + 60)  # warned once
+        watch_leases(instance, fleet, "sales_pipeline", now=now + 5 * 60)  # 16 min > 1.5 x 10 min
+        assert stopped == [long.run_id]
+        assert instance.get_run_by_id(long.run_id).tags[OVERRUN_TAG].startswith("overrun: ran 16.0 min, 1.5x")
