@@ -11,7 +11,7 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.defs.fleet import PREEMPTED_TAG
+from mlassets.defs.fleet import fleet_stop
 from mlassets.defs.jobs import dataset_of_job
 from mlassets.defs.lookup import run_url
 
@@ -64,8 +64,9 @@ def failure_sensor(configs: list[PipelineConfig]) -> dg.SensorDefinition:
     def run_failures(context: dg.RunFailureSensorContext) -> None:
         from mlassets.core.automation.alerts import post, record
 
-        if context.dagster_run.tags.get(PREEMPTED_TAG):  # stopped for an urgent run and requeued: not a failure
-            context.log.info(f"run {context.dagster_run.run_id[:8]}: {context.dagster_run.tags[PREEMPTED_TAG]}")
+        why = fleet_stop(context.dagster_run)  # preempted or lease lost (requeued), overrun: stopped, not a failure
+        if why:
+            context.log.info(f"run {context.dagster_run.run_id[:8]}: {why}")
             return
         alert = describe(context, configs)
         record(alert, alerts_log())

@@ -39,6 +39,11 @@ def queue_config(fleet: FleetConfig) -> dict[str, Any]:
 
 
 PREEMPTED_TAG = "mlassets/preempted"  # a run stopped for a more urgent one (canceled, requeued): not a failure
+LEASE_LOST_TAG = "mlassets/lease_lost"  # a run whose training ranks stopped renewing its lease (canceled, requeued)
+OVERRUN_TAG = "mlassets/overrun"  # a run stopped past overrun_factor x its expected runtime (canceled, not requeued)
+OVERRUN_WARNED_TAG = "mlassets/overrun_warned"  # a run past its expected runtime, warned once
+STOP_TAGS = (PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_TAG)  # stopped by the fleet on purpose: not a failure
+REQUEUE_TAGS = (PREEMPTED_TAG, LEASE_LOST_TAG)  # stopped and requeued to resume from the last checkpoint
 RESUME_TAG = "mlassets/resume_of"  # a requeued run: the preempted run whose working area (checkpoints) it resumes
 
 
@@ -47,11 +52,24 @@ def work_run_id(run: Any) -> str:
     return run.tags.get(RESUME_TAG) or run.root_run_id or run.run_id
 
 
-def training_env(run_tags: dict[str, str]) -> dict[str, str]:
-    """A preemptible run's training process checkpoints and exits as preempted on SIGTERM or SIGINT."""
+def fleet_stop(run: Any) -> str:
+    """Why the fleet stopped ``run`` on purpose (preempted, lease lost, overrun), or ''."""
+    return next((run.tags[t] for t in STOP_TAGS if run is not None and run.tags.get(t)), "")
+
+
+def training_env(run: Any) -> dict[str, str]:
+    """The training ranks renew the run's lease (``dagster:<run id>`` in the home's ``fleet.db``) every heartbeat;
+    a preemptible run's training process checkpoints and exits as preempted on SIGTERM or SIGINT."""
+    from mlassets.core import paths
+    from mlassets.core.fleet import heartbeat as hb
     from mlassets.core.train.preempt import PREEMPTIBLE_ENV
 
-    return {PREEMPTIBLE_ENV: "1"} if run_tags.get(f"{TAG}preemptible") == "true" else {}
+    try:
+        every = load_fleet().lease.heartbeat_s
+    except ConfigError:
+        every = 30.0
+    env = {hb.DB_ENV: str(paths.home() / "fleet.db"), hb.JOB_ENV: hb.run_lease(run.run_id), hb.EVERY_ENV: str(every)}
+    return {**env, PREEMPTIBLE_ENV: "1"} if run.tags.get(f"{TAG}preemptible") == "true" else env
 
 
 def grace_s() -> float:
@@ -63,15 +81,22 @@ def grace_s() -> float:
 
 
 def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
-    """For a training step terminated because its run was preempted (``mlassets/preempted``): the step's failure
-    (``dg.Failure``, never retried, so that the run ends canceled and its requeued run resumes); else None."""
+    """For a training step terminated because the fleet stopped its run (preempted, lease lost, overrun): the step's
+    failure (``dg.Failure``, never retried, so that the run ends canceled and its requeued run resumes); else None.
+    Ranks that still beat for the run's lease after the grace period (a SIGSTOPped or hung rank) are SIGKILLed."""
     import dagster as dg
 
+    from mlassets.core.fleet import heartbeat as hb
+    from mlassets.core.fleet.service import fleet_table
     from mlassets.core.train.preempt import read_preemption
 
     run = instance.get_run_by_id(run_id)
-    if run is None or not run.tags.get(PREEMPTED_TAG):
+    why = fleet_stop(run)
+    if not why:
         return None
+    killed = hb.kill_ranks(fleet_table(), hb.run_lease(run_id))
     step = read_preemption(out_dir)
     written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
-    return dg.Failure(description=f"{run.tags[PREEMPTED_TAG]}: {written}; a requeued run resumes", allow_retries=False)
+    then = "a requeued run resumes" if any(run.tags.get(t) for t in REQUEUE_TAGS) else "not requeued"
+    killed_text = f"; rank process(es) {', '.join(map(str, killed))} killed" if killed else ""
+    return dg.Failure(description=f"{why}: {written}{killed_text}; {then}", allow_retries=False)

@@ -9,7 +9,9 @@
   run ends *canceled*, which the failure alert does not report;
 - a preempted run of the dataset that has no requeued run yet: one run request with the same partition and
   ``mlassets/resume_of`` (the training step resumes from the preempted run's checkpoints), submitted by the daemon
-  through the instance's queue like any sensor's run.
+  through the instance's queue like any sensor's run;
+- leases and overruns of running runs (``mlassets.defs.leases``): a run whose ranks stopped renewing its lease is
+  stopped and requeued the same way.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from typing import Any
 import dagster as dg
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.defs.fleet import PREEMPTED_TAG, RESUME_TAG
+from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_WARNED_TAG, PREEMPTED_TAG, REQUEUE_TAGS, RESUME_TAG, work_run_id
 from mlassets.defs.jobs import TRIGGER_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 
 GPU_POOL = "gpu"  # mlassets.defs.training.GPU_POOL
-_OWN = {PREEMPTED_TAG, "mlassets/daemon", "mlassets/host", "mlassets/pid", "mlassets/pid_started",
+_OWN = {PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_WARNED_TAG, RESUME_TAG, "mlassets/daemon", "mlassets/host",
+        "mlassets/pid", "mlassets/pid_started",
         "mlassets/fleet.waits", "mlassets/fleet.refused"}  # what the stopped run's process and launch added
 _HOLDING = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
 
@@ -75,18 +78,20 @@ def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str)
 
 
 def requeue_requests(instance: dg.DagsterInstance, job_name: str) -> list[dg.RunRequest]:
-    """A run request for each preempted (canceled) run of ``job_name`` that has no requeued run yet."""
+    """A run request for each preempted or lease-lost (canceled) run of ``job_name`` that has no requeued run yet.
+    The requeued run resumes the working area the stopped run used (its own, or the one it resumed)."""
     stopped = instance.get_runs(dg.RunsFilter(job_name=job_name, statuses=[dg.DagsterRunStatus.CANCELED]), limit=50)
     requests = []
     for run in stopped:
-        if not run.tags.get(PREEMPTED_TAG) or \
-                instance.get_runs_count(dg.RunsFilter(tags={RESUME_TAG: run.run_id})) > 0:
+        key = f"resume:{run.run_id}"
+        if not any(run.tags.get(t) for t in REQUEUE_TAGS) or \
+                instance.get_runs_count(dg.RunsFilter(tags={"dagster/run_key": key})) > 0:
             continue
         tags = {k: v for k, v in run.tags.items() if k.startswith("mlassets/") and k not in _OWN}
-        tags.update({RESUME_TAG: run.run_id, TRIGGER_TAG: "requeue"})
+        tags.update({RESUME_TAG: work_run_id(run), TRIGGER_TAG: "requeue"})
         if "dagster/priority" in run.tags:
             tags["dagster/priority"] = run.tags["dagster/priority"]
-        requests.append(dg.RunRequest(run_key=f"resume:{run.run_id}", partition_key=run.tags["dagster/partition"],
+        requests.append(dg.RunRequest(run_key=key, partition_key=run.tags["dagster/partition"],
                                       tags=tags))
     return requests
 
@@ -98,9 +103,12 @@ def automation(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.SensorDefiniti
                minimum_interval_seconds=cfg.automation.sensor_interval_s,
                default_status=dg.DefaultSensorStatus.RUNNING,
                description="An urgent run waiting for a `gpu` slot stops the lowest-priority preemptible run holding "
-                           "one (checkpoint, then canceled as preempted); a preempted run is requeued to resume.")
+                           "one (checkpoint, then canceled as preempted); a run whose training ranks stopped renewing "
+                           "its lease is stopped; an overrun is warned, then stopped; preempted and lease-lost runs "
+                           "are requeued to resume.")
     def fleet_preemption(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         from mlassets.core.fleet.config import load_fleet
+        from mlassets.defs.leases import watch_leases
 
         try:
             fleet = load_fleet()
@@ -108,6 +116,8 @@ def automation(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.SensorDefiniti
             return dg.SensorResult(skip_reason=f"no preemption: {exc}")
         for line in preempt_for_waiting(context.instance, fleet, job):
             context.log.info(line)
+        for line in watch_leases(context.instance, fleet, job):
+            context.log.warning(line)
         requests = requeue_requests(context.instance, job)
         return dg.SensorResult(run_requests=requests, skip_reason=None if requests else
                                "no preempted run waits to be requeued")

@@ -7,6 +7,7 @@ hands its ``TrainingResult`` back in one place, ``result.json``; Pipes carries i
 """
 
 import os
+import subprocess
 from collections.abc import Iterator
 
 import dagster as dg
@@ -131,11 +132,12 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         (out_dir / FAILURE).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
-        env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads), **training_env(context.run.tags)}
+        env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads), **training_env(context.run)}
         try:
             context.resources.pipes.run(command=train_command(cfg.training.nproc, job_path), context=context, env=env,
                                         extras=extras)
-        except DagsterExecutionInterruptedError:  # terminated: for an urgent run, the checkpoint is written
+        except (DagsterExecutionInterruptedError, subprocess.TimeoutExpired):  # terminated; TimeoutExpired: a rank
+            # still alive after the grace period (Pipes waited for it after forwarding the termination)
             preempted = preempted_failure(context.instance, context.run_id, out_dir)  # not retried: canceled
             if preempted is not None:
                 raise preempted from None

@@ -1,13 +1,18 @@
 """A training rank renews its job's lease: a daemon thread writes a heartbeat (with the step reached and the step
 of the last checkpoint) every ``heartbeat_s``. A frozen rank (SIGSTOP, a hung kernel) stops beating, and the
-scheduler takes its lease away. Started only when the fleet launched the process (``MLASSETS_FLEET_JOB``)."""
+scheduler takes its lease away. Started only when the fleet launched the process (``MLASSETS_FLEET_JOB``): a job of
+``mlassets fleet serve`` (its id) or the training step of a Dagster run (``dagster:<run id>``, whose lease the
+preemption sensor watches, ``mlassets.defs.leases``)."""
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import threading
+from typing import Any
 
+from mlassets.core.fleet.config import Lease
 from mlassets.core.fleet.table import FleetTable
 
 DB_ENV, JOB_ENV, EVERY_ENV = "MLASSETS_FLEET_DB", "MLASSETS_FLEET_JOB", "MLASSETS_FLEET_HEARTBEAT_S"
@@ -23,13 +28,13 @@ def note(step: int | None = None, checkpoint_step: int | None = None) -> None:
 
 
 class Heartbeat:
-    def __init__(self, table: FleetTable, job_id: int, rank: int, every_s: float) -> None:
+    def __init__(self, table: FleetTable, job_id: int | str, rank: int, every_s: float) -> None:
         self.table, self.job_id, self.rank, self.every_s = table, job_id, rank, every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fleet-heartbeat", daemon=True)
 
     def beat(self) -> None:
-        self.table.heartbeat(self.job_id, self.rank, _progress["step"], _progress["checkpoint_step"])
+        self.table.heartbeat(self.job_id, self.rank, _progress["step"], _progress["checkpoint_step"], pid=os.getpid())
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
@@ -54,4 +59,36 @@ def start_from_env() -> Heartbeat | None:
     if not job:
         return None
     rank = int(os.environ.get("RANK", "0"))
-    return Heartbeat(FleetTable(os.environ[DB_ENV]), int(job), rank, float(os.environ.get(EVERY_ENV, "30"))).start()
+    key: int | str = int(job) if job.isdigit() else job
+    return Heartbeat(FleetTable(os.environ[DB_ENV]), key, rank, float(os.environ.get(EVERY_ENV, "30"))).start()
+
+
+def run_lease(run_id: str) -> str:
+    """The lease key of a Dagster run's training ranks."""
+    return f"dagster:{run_id}"
+
+
+def lapsed_for(beats: list[dict[str, Any]], lease: Lease, now: float) -> float | None:
+    """Seconds since the oldest rank's last heartbeat when that is past the lease (``startup_s`` until some rank
+    has reached a step: imports and data loading may hold the GIL), else None. No heartbeat: nothing to judge."""
+    if not beats:
+        return None
+    age = now - min(b["time"] for b in beats)
+    limit = lease.seconds if any(b["step"] > 0 for b in beats) else max(lease.seconds, lease.startup_s)
+    return age if age > limit else None
+
+
+def kill_ranks(table: FleetTable, key: int | str) -> list[int]:
+    """SIGKILL (then SIGCONT, so that a stopped process acts on it) every rank that beats for ``key``; its rows go.
+    For ranks past the grace period: a SIGSTOPped or hung rank never acts on SIGTERM or SIGINT."""
+    killed = []
+    for beat in table.heartbeats(key):
+        if beat["pid"] and beat["pid"] != os.getpid():
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(beat["pid"], sig)
+                except ProcessLookupError:
+                    break
+            killed.append(beat["pid"])
+    table.clear_heartbeats(key)
+    return killed

@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   DEFAULT '', stop_deadline REAL, warned INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS heartbeats (
   job_id INTEGER NOT NULL, rank INTEGER NOT NULL, time REAL NOT NULL, step INTEGER NOT NULL DEFAULT 0,
-  checkpoint_step INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_id, rank));
+  checkpoint_step INTEGER NOT NULL DEFAULT 0, pid INTEGER, PRIMARY KEY (job_id, rank));
 CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, time REAL NOT NULL, kind TEXT NOT NULL,
   detail TEXT NOT NULL, lost_steps INTEGER NOT NULL DEFAULT 0);
@@ -42,6 +42,8 @@ class FleetTable:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            if "pid" not in {r[1] for r in db.execute("PRAGMA table_info(heartbeats)")}:  # a table from before
+                db.execute("ALTER TABLE heartbeats ADD COLUMN pid INTEGER")
         finally:
             db.close()
 
@@ -90,25 +92,26 @@ class FleetTable:
         with self._db() as db:
             db.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*values.values(), job_id))
 
-    def heartbeat(self, job_id: int, rank: int, step: int = 0, checkpoint_step: int = 0,
-                  now: float | None = None) -> None:
-        """A rank renews its job's lease (and says how far it is and where its last checkpoint is)."""
+    def heartbeat(self, job_id: int | str, rank: int, step: int = 0, checkpoint_step: int = 0,
+                  now: float | None = None, pid: int | None = None) -> None:
+        """A rank renews its job's lease (and says how far it is and where its last checkpoint is). ``job_id`` is a
+        fleet job's id, or the text key of a Dagster run's lease (``dagster:<run id>``; sqlite keeps it as text)."""
         with self._db() as db:
-            db.execute("INSERT INTO heartbeats (job_id, rank, time, step, checkpoint_step) VALUES (?,?,?,?,?) "
+            db.execute("INSERT INTO heartbeats (job_id, rank, time, step, checkpoint_step, pid) VALUES (?,?,?,?,?,?) "
                        "ON CONFLICT (job_id, rank) DO UPDATE SET time = excluded.time, step = excluded.step, "
-                       "checkpoint_step = excluded.checkpoint_step",
-                       (job_id, rank, time.time() if now is None else now, step, checkpoint_step))
+                       "checkpoint_step = excluded.checkpoint_step, pid = excluded.pid",
+                       (job_id, rank, time.time() if now is None else now, step, checkpoint_step, pid))
 
-    def heartbeats(self, job_id: int) -> list[dict[str, Any]]:
+    def heartbeats(self, job_id: int | str) -> list[dict[str, Any]]:
         with self._db() as db:
             rows = db.execute("SELECT * FROM heartbeats WHERE job_id = ? ORDER BY rank", (job_id,)).fetchall()
         return [dict(r) for r in rows]
 
-    def forget(self, job_id: int, rank: int) -> None:
+    def forget(self, job_id: int | str, rank: int) -> None:
         with self._db() as db:
             db.execute("DELETE FROM heartbeats WHERE job_id = ? AND rank = ?", (job_id, rank))
 
-    def clear_heartbeats(self, job_id: int) -> None:
+    def clear_heartbeats(self, job_id: int | str) -> None:
         with self._db() as db:
             db.execute("DELETE FROM heartbeats WHERE job_id = ?", (job_id,))
 
