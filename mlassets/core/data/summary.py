@@ -139,7 +139,8 @@ def calendar_days(values: pd.Series) -> set:
     import pandas as pd
 
     days = pd.to_datetime(values, errors="coerce").dropna()
-    return set(days.dt.tz_localize(None).dt.normalize() if days.dt.tz is not None else days.dt.normalize())
+    days = days.dt.tz_localize(None).dt.normalize() if days.dt.tz is not None else days.dt.normalize()
+    return set(days.drop_duplicates())  # a few hundred Timestamps, not one per row
 
 
 def summarize_reader(partition: str, reader: pq.ParquetFile, target: str, budget_mb: int,
