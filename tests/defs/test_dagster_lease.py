@@ -20,18 +20,17 @@ import yaml
 from dagster._core.utils import make_new_run_id
 
 from mlassets.cli import daemon
-from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
+from mlassets.core.config import PipelineConfig, load_config
 from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import FLEET_ENV, SHIPPED, load_fleet
 from mlassets.core.fleet.service import fleet_table
 from mlassets.defs.alerts import alerts_log
 from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, RESUME_TAG
 from mlassets.defs.leases import watch_leases
-from mlassets.examples.sales import write_example
 from mlassets.host.instance import get_instance
 from mlassets.host.runs import ingest
 from tests.daemon_wait import until
-from tests.defs.test_dagster_preemption import _checkpoints, _meta, _spec, _status, _submit
+from tests.defs.test_dagster_preemption import _checkpoints, _meta, _spec, _status, _submit, slow_sales
 
 pytestmark = pytest.mark.e2e
 DEADLINE_S = 600  # a limit for a slow machine, not an expectation: each wait returns as soon as it is met
@@ -39,13 +38,7 @@ DEADLINE_S = 600  # a limit for a slow machine, not an expectation: each wait re
 
 @pytest.fixture
 def cfg(home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PipelineConfig:
-    config_path = write_example(tmp_path / "sales", months=1)
-    data = yaml.safe_load(config_path.read_text())
-    data["automation"] = {"sensor_interval_s": 1, "gpu_slots": 1, "on_new_data": False}
-    data["training"].update({"epochs": 3, "batch_size": 16, "checkpoint_every_steps": 5,
-                             "faults": {"slow_loader_ms": 300}})  # some 20 s of training, a checkpoint every 5 steps
-    config_path.write_text(yaml.safe_dump(data))
-    monkeypatch.setenv(CONFIGS_ENV, str(config_path))
+    config_path = slow_sales(tmp_path, monkeypatch, epochs=3)  # some 20 s of training
     fleet = yaml.safe_load(SHIPPED.read_text())
     fleet.update({"lease": {"seconds": 8, "heartbeat_s": 1, "startup_s": 60}, "grace_s": 3})
     (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(fleet, allow_unicode=True))

@@ -38,16 +38,21 @@ DEADLINE_S = 600  # a limit for a slow machine, not an expectation: each wait re
 JOB, TRAINING = "sales_pipeline", "sales__candidate_model"
 
 
-@pytest.fixture
-def cfg(home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PipelineConfig:
+def slow_sales(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, epochs: int) -> Path:
+    """The sales example on one `gpu` slot, training slowly (about 7 s an epoch) with a checkpoint every 5 steps."""
     config_path = write_example(tmp_path / "sales", months=1)
     data = yaml.safe_load(config_path.read_text())
     data["automation"] = {"sensor_interval_s": 1, "gpu_slots": 1, "on_new_data": False}
-    data["training"].update({"epochs": 4, "batch_size": 16, "checkpoint_every_steps": 5,
-                             "faults": {"slow_loader_ms": 300}})  # about 30 s of training, a checkpoint every 5 steps
+    data["training"].update({"epochs": epochs, "batch_size": 16, "checkpoint_every_steps": 5,
+                             "faults": {"slow_loader_ms": 300}})
     config_path.write_text(yaml.safe_dump(data))
     monkeypatch.setenv(CONFIGS_ENV, str(config_path))
-    return load_config(config_path)
+    return config_path
+
+
+@pytest.fixture
+def cfg(home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PipelineConfig:
+    return load_config(slow_sales(tmp_path, monkeypatch, epochs=4))  # about 30 s of training
 
 
 def _submit(instance: dg.DagsterInstance, version: str, spec: JobSpec) -> str:
