@@ -130,7 +130,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             if run is not None and run.variant == "canary" and run.take():
                 try:
                     predicted, version, queued_ns, timing = await run.batcher.submit(frame)
-                    tests.scored(run, "candidate", queued_ns, timing.done_ns, predicted)
+                    tests.scored(run, "candidate", queued_ns, timing.done_ns, predicted, frame, span.trace_id)
                     variant = "canary"
                 except Stopped:  # the test ended while this request waited: the champion answers it
                     pass
@@ -145,9 +145,9 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                         tests.failed(run, "champion")
                     raise
                 if run is not None:
-                    tests.scored(run, "champion", queued_ns, timing.done_ns, predicted)
+                    tests.scored(run, "champion", queued_ns, timing.done_ns, predicted, frame, span.trace_id)
                     if run.variant == "shadow":
-                        tests.shadow(run, frame)
+                        tests.shadow(run, frame, span.trace_id)
             if retrieval is None:
                 span.stage("preprocessing", start, queued_ns, rows=len(frame))
             else:  # laid end to end: parsing, the lookup, then the rows checked

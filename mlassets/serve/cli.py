@@ -44,6 +44,9 @@ def build(model: str, config: str | None = None, poll: bool = True,  # noqa: ANN
     spans.enable(paths.home() / TRACE_FILE)
     export_otlp()
     settings = dataclasses.replace(cfg.serving if cfg is not None else ServingConfig(), **settings_overrides)
+    if cfg is not None and settings.online.max_metric_regression is None:  # unset: the gate's tolerance
+        settings = dataclasses.replace(settings, online=dataclasses.replace(
+            settings.online, max_metric_regression=cfg.gate.tolerance))
     schema = schema_of(pre.categorical, pre.numeric, cfg)
     return create_app(Champion(served), schema, settings, poll, lookup_for(cfg, schema))
 

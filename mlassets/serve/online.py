@@ -5,7 +5,9 @@ The poll thread reads the promotion log (``core.registry.online``): a test that 
 gets its own batcher. A ``canary`` answers a ``share`` of the requests, drawn per request;
 a failed canary pass is counted against it and the request is answered by the champion. A ``shadow`` scores
 every request after the champion answered it and never answers. Once both variants have ``min_requests``,
-``auto_decide`` writes the rule's decision to the log; the champion poll then follows a promotion.
+``auto_decide`` writes the rule's decision to the log; the champion poll then follows a promotion. With
+``label_key`` every scored row is recorded (``recorder``) and the rule reads the labelled rows' metric that
+``mlassets online labels`` wrote beside them (``core.evaluate.online_labels``).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ import pandas as pd
 
 from mlassets.core.config.serving import OnlineConfig
 from mlassets.core.evaluate.online import Decision, VariantStats, decide
+from mlassets.core.evaluate.online_labels import online_dir, read_labelled
 from mlassets.core.registry import online
 from mlassets.core.registry.promotion import PromotionError
 from mlassets.serve.batcher import Batcher, Runner, Stopped
 from mlassets.serve.load import ServedModel, ServingError, load_version
+from mlassets.serve.recorder import Recorder
 from mlassets.serve.telemetry import Metrics, RequestTrace
 
 LOG = logging.getLogger("mlassets.serve")
@@ -49,6 +53,7 @@ class Running:
     decided: str = ""
     tasks: set = field(default_factory=set)
     rng: random.Random = field(default_factory=random.Random)
+    recorder: Recorder | None = None  # serving.online.label_key set: every scored row, for labels to join
 
     @property
     def variant(self) -> str:
@@ -111,7 +116,8 @@ class Online:
             return "refused"
         batcher = Batcher(self.runner(model), self.max_batch_size, self.wait_ms)
         self._on_loop(_start(batcher))
-        self.running = Running(test, model, batcher, self.rule.share)
+        recorder = Recorder(online_dir(self.name, test.seq), self.rule.label_key) if self.rule.label_key else None
+        self.running = Running(test, model, batcher, self.rule.share, recorder=recorder)
         LOG.warning("online test started: %s v%s as %s against v%s", self.name, test.candidate, test.mode,
                     test.champion)
         return "started"
@@ -142,7 +148,8 @@ class Online:
         run = self.running
         assert run is not None
         summary = run.summary()
-        return decide(summary["champion"], summary["candidate"], self.rule)
+        labels = read_labelled(online_dir(self.name, run.test.seq)) if run.recorder is not None else None
+        return decide(summary["champion"], summary["candidate"], self.rule, labels)
 
     def _end(self, run: Running) -> None:
         self.running = None
@@ -161,13 +168,13 @@ class Online:
             await run.batcher.stop()
 
     # -- the request path (the event loop) ------------------------------------------------------------------
-    def shadow(self, run: Running, frame: pd.DataFrame) -> None:
-        """Score ``frame`` with the shadow after the champion answered; never awaited by the request."""
-        task = asyncio.get_running_loop().create_task(self._shadow(run, frame))
+    def shadow(self, run: Running, frame: pd.DataFrame, trace_id: str) -> None:
+        """Score ``frame`` with the shadow after the champion answered (request ``trace_id``); never awaited."""
+        task = asyncio.get_running_loop().create_task(self._shadow(run, frame, trace_id))
         run.tasks.add(task)
         task.add_done_callback(run.tasks.discard)
 
-    async def _shadow(self, run: Running, frame: pd.DataFrame) -> None:
+    async def _shadow(self, run: Running, frame: pd.DataFrame, trace_id: str) -> None:
         start = time.time_ns()
         span = RequestTrace(start, "shadow", root=SHADOW_ROOT)
         try:
@@ -181,13 +188,18 @@ class Online:
             span.end(time.time_ns(), status=500, variant="shadow", version=run.test.candidate)
             return
         span.batch(queued_ns, timing)
-        self.scored(run, "candidate", queued_ns, timing.done_ns, predicted)
+        self.scored(run, "candidate", queued_ns, timing.done_ns, predicted, frame, trace_id)
         span.end(timing.done_ns, status=200, variant="shadow", version=run.test.candidate)
 
-    def scored(self, run: Running, who: str, queued_ns: int, done_ns: int, predicted: Any) -> None:
+    def scored(self, run: Running, who: str, queued_ns: int, done_ns: int, predicted: Any,
+               frame: pd.DataFrame | None = None, trace_id: str = "") -> None:
         seconds = (done_ns - queued_ns) / 1e9
         run.stats[who].scored(seconds * 1000, predicted)
-        self.metrics.scoring.labels(run.variant if who == "candidate" else "champion").observe(seconds)
+        variant = run.variant if who == "candidate" else "champion"
+        self.metrics.scoring.labels(variant).observe(seconds)
+        if run.recorder is not None and frame is not None:
+            version = run.test.candidate if who == "candidate" else run.test.champion
+            run.recorder.record(variant, version, trace_id, frame, predicted)
 
     def failed(self, run: Running, who: str) -> None:
         run.stats[who].failed()

@@ -1,8 +1,9 @@
-"""``mlassets online status|start|promote|rollback MODEL``: see and decide an online test by hand.
+"""``mlassets online status|start|promote|rollback|labels MODEL``: see and decide an online test by hand.
 
 The endpoint decides by itself once ``serving.online.min_requests`` is reached (``auto_decide``); these commands
-show what it saw (``GET /online`` of a running endpoint) and let a person start, promote or roll back a test.
-Every step is a row of the promotion log, as ``mlassets history`` shows.
+show what it saw (``GET /online`` of a running endpoint) and let a person start, promote or roll back a test, or
+hand it labels that arrived (``labels_cli``). Every step is a row of the promotion log, as ``mlassets history``
+shows.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import sys
 import urllib.error
 import urllib.request
 from typing import Any
+
+from mlassets.serve.labels_cli import add_parser as add_labels
+from mlassets.serve.labels_cli import cmd_labels
 
 
 def _connect() -> None:
@@ -38,6 +42,7 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 
 def status_text(model: str, url: str) -> str:
+    from mlassets.core.evaluate.metrics import get_metric
     from mlassets.core.registry import online
 
     test = online.running(model)
@@ -57,6 +62,13 @@ def status_text(model: str, url: str) -> str:
         lines.append(f"{label:<12}{figures['requests']:>9}{figures['errors']:>8}{_fmt(figures['p50_ms']):>9}"
                      f"{_fmt(figures['p95_ms']):>9}{_fmt(figures.get('mean')):>10}")
     decision = seen["decision"]
+    figures = decision.get("figures") or {}
+    if "metric" in figures:
+        metric = get_metric(figures["metric"])
+        values = [figures[f"metric_{who}"] for who in ("champion", "candidate")]
+        values = ["-" if v is None else metric.fmt(v) for v in values]
+        lines += ["", f"labels: {figures['labelled_champion']} champion and {figures['labelled_candidate']} "
+                      f"{seen['test']['mode']} rows labelled; {metric.label} {values[0]} and {values[1]}"]
     lines += ["", f"rule: {decision['outcome']}: {decision['reason']}"]
     return "\n".join(lines)
 
@@ -66,6 +78,8 @@ def cmd_online(args: argparse.Namespace) -> int:
     from mlassets.core.registry.promotion import PromotionError
 
     _connect()
+    if args.action == "labels":
+        return cmd_labels(args)
     try:
         if args.action == "status":
             print(status_text(args.model, args.url))
@@ -106,4 +120,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         decide = actions.add_parser(name, help=text)
         decide.add_argument("model")
         decide.add_argument("--reason", required=True, help="why (a row of the promotion log)")
+    add_labels(actions)
     parser.set_defaults(func=cmd_online)

@@ -4,6 +4,7 @@ that fails the load checks is refused; every step is a row of the promotion log 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 
@@ -15,6 +16,7 @@ import torch
 from mlassets.core import paths
 from mlassets.core.config.serving import OnlineConfig
 from mlassets.core.diagnose import spans
+from mlassets.core.evaluate.online_labels import PREDICTIONS, online_dir
 from mlassets.core.registry import online, promote
 from mlassets.core.registry import versions as registry
 from mlassets.core.train import mlflow_model
@@ -123,10 +125,15 @@ def test_a_shadow_scores_every_request_but_never_answers(
     reg.add(True)
     shadow = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
     promote.promote(reg.name, "1")
-    online.start(reg.name, shadow, "shadow")
+    seq = online.start(reg.name, shadow, "shadow").seq
     versions, _during, metrics = _serveuntil(
-        reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK, "the shadow's rollback")
+        reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK, "the shadow's rollback",
+        dataclasses.replace(RULE, label_key=["carrier", "origin"]))
     assert set(versions) == {"1"}  # the shadow never answered
+    recorded = [json.loads(line) for line in (online_dir(reg.name, seq) / PREDICTIONS).read_text().splitlines()]
+    traces = {v: {r["trace_id"] for r in recorded if r["variant"] == v} for v in ("champion", "shadow")}
+    assert traces["shadow"] and traces["shadow"] <= traces["champion"]  # both variants, under the request's trace
+    assert {r["version"] for r in recorded if r["variant"] == "shadow"} == {shadow}
     assert "prediction shift" in reg.log.entries(reg.name)[-1].reason
     assert 'mlassets_serving_scoring_seconds_count{variant="shadow"}' in metrics
     shadows = _roots("shadow_request")

@@ -13,6 +13,7 @@ from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.automation import check_automation
 from mlassets.core.config.model import check_model
 from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
+from mlassets.core.config.serving import check_serving
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")
@@ -255,3 +256,4 @@ def check(cfg: PipelineConfig) -> None:
     check_model(cfg)
     _gate(cfg)
     check_automation(cfg)
+    check_serving(cfg)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mlassets.core.config._typed import ConfigError
+
+if TYPE_CHECKING:
+    from mlassets.core.config.schema import PipelineConfig
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,10 @@ class OnlineConfig:
     max_error_rate: float = 0.01  # the candidate's failed passes over its requests
     max_prediction_shift: float = 0.25  # |mean difference| / the champion's std (multiclass: label share distance)
     auto_decide: bool = True  # the endpoint decides by itself once min_requests is reached; false: the CLI does
+    label_key: list[str] = field(default_factory=list)  # input columns that labels join on; []: labels off
+    min_labelled: int = 100  # labelled rows of each variant before the metric is part of the rule
+    max_metric_regression: float | None = None  # the candidate's main metric vs the champion's; none: gate.tolerance
+    require_labels: bool = False  # the rule waits for min_labelled before it promotes (needs label_key)
 
     def __post_init__(self) -> None:
         if not 0 < self.share < 1:
@@ -32,6 +39,16 @@ class OnlineConfig:
                 raise ConfigError(f"serving.online.{name}: must be > 0, got {getattr(self, name)}")
         if not 0 <= self.max_error_rate <= 1:
             raise ConfigError(f"serving.online.max_error_rate: must be between 0 and 1, got {self.max_error_rate}")
+        if self.min_labelled < 1:
+            raise ConfigError(f"serving.online.min_labelled: must be >= 1, got {self.min_labelled}")
+        if self.max_metric_regression is not None and self.max_metric_regression < 0:
+            raise ConfigError(f"serving.online.max_metric_regression: must be >= 0, got {self.max_metric_regression}")
+        twice = sorted({c for c in self.label_key if self.label_key.count(c) > 1})
+        if twice:
+            raise ConfigError(f"serving.online.label_key: {twice[0]!r} is listed twice in {self.label_key!r}")
+        if self.require_labels and not self.label_key:
+            raise ConfigError("serving.online.require_labels: true needs serving.online.label_key (the columns that "
+                              "labels are joined on); got label_key []")
 
 
 @dataclass(frozen=True)
@@ -69,3 +86,13 @@ class ServingConfig:
         if self.downstream_url and not self.downstream_url.startswith(("http://", "https://")):
             raise ConfigError(f"serving.downstream_url: must be an http:// or https:// URL, got "
                               f"{self.downstream_url!r}")
+
+
+def check_serving(cfg: PipelineConfig) -> None:
+    """``serving.online.label_key`` names columns the model takes: the endpoint records only those of a row."""
+    inputs = [*cfg.features.categorical, *cfg.features.numeric]
+    for column in cfg.serving.online.label_key:
+        if column not in inputs:
+            raise ConfigError(f"serving.online.label_key: {column!r} is not one of the model's input columns "
+                              f"(features.categorical and features.numeric: {', '.join(inputs)}); got "
+                              f"{cfg.serving.online.label_key!r}")

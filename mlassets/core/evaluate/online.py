@@ -5,6 +5,11 @@ the part a model version changes) and its predictions. Once both have ``min_requ
 back when its error rate, its p95 latency over the champion's, or the shift of its predictions is over the
 limit, and promoted otherwise. The shift: ``|mean(candidate) - mean(champion)| / std(champion)`` for numbers,
 half the L1 distance of the predicted labels' shares for a multiclass model.
+
+Labels (``serving.online.label_key``, joined by ``online_labels``): once each variant has ``min_labelled``
+labelled rows, the candidate's main metric on its rows may be at most ``max_metric_regression`` (relative; none:
+the gate's tolerance) worse than the champion's on its rows, else it is rolled back. Before that the rule decides
+without them, or waits for them with ``require_labels``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from mlassets.core.config.schema import GateConfig
 from mlassets.core.config.serving import OnlineConfig
+from mlassets.core.evaluate.metrics import get_metric
+from mlassets.core.evaluate.rules import limit_pct, pct
 
 KEEP = 20_000  # the newest latencies and predictions kept per variant
 
@@ -85,14 +93,44 @@ def shift(champion: dict[str, Any], candidate: dict[str, Any]) -> float | None:
     return gap / scale
 
 
-def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConfig) -> Decision:
-    """The rule over two ``VariantStats.summary()`` results."""
+def metric_rule(labels: dict[str, Any] | None, rule: OnlineConfig) -> tuple[str, str, dict[str, Any]]:
+    """``(verdict, sentence, figures)`` of the labelled rows (``online_labels.add_labels``'s record): ``off`` (no
+    labels), ``short`` (fewer than ``min_labelled`` of a variant), ``pass`` or ``fail``."""
+    if not labels:
+        return "off", "", {}
+    champion, candidate = labels["variants"]["champion"], labels["variants"]["candidate"]
+    figures = {"labelled_champion": champion["labelled"], "labelled_candidate": candidate["labelled"],
+               "metric": labels["metric"], "metric_champion": champion["value"],
+               "metric_candidate": candidate["value"]}
+    counts = f"{candidate['labelled']} candidate and {champion['labelled']} champion labelled rows"
+    if min(candidate["labelled"], champion["labelled"]) < rule.min_labelled:
+        return "short", f"{counts} (min_labelled {rule.min_labelled})", figures
+    metric = get_metric(labels["metric"])
+    base, value = champion["value"], candidate["value"]
+    if value is None or base is None:
+        who = "candidate" if value is None else "champion"
+        return "fail", f"the {who}'s {metric.label} on {counts} is not finite", figures
+    tolerance = GateConfig().tolerance if rule.max_metric_regression is None else rule.max_metric_regression
+    higher = metric.higher_is_better
+    limit = base * (1 - tolerance if higher else 1 + tolerance)
+    change = value / base - 1 if base else (0.0 if value == base else float("inf"))
+    sentence = (f"{metric.label} {metric.fmt(value)} on {candidate['labelled']} labelled rows vs the champion's "
+                f"{metric.fmt(base)} on {champion['labelled']} ({pct(change)}, limit "
+                f"{limit_pct(-tolerance if higher else tolerance)}{'; higher is better' if higher else ''})")
+    passed = value >= limit if higher else value <= limit
+    return ("pass" if passed else "fail"), sentence, figures
+
+
+def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConfig,
+           labels: dict[str, Any] | None = None) -> Decision:
+    """The rule over two ``VariantStats.summary()`` results and the labelled rows' record (if any)."""
     ratio = None
     if candidate.get("p95_ms") is not None and champion.get("p95_ms"):
         ratio = candidate["p95_ms"] / champion["p95_ms"]
     moved = shift(champion, candidate)
+    verdict, measured, by_labels = metric_rule(labels, rule)
     figures = {"champion_requests": champion["requests"], "candidate_requests": candidate["requests"],
-               "error_rate": candidate["error_rate"], "latency_ratio": ratio, "prediction_shift": moved}
+               "error_rate": candidate["error_rate"], "latency_ratio": ratio, "prediction_shift": moved, **by_labels}
     done = f"{candidate['requests']} candidate and {champion['requests']} champion requests"
     if min(candidate["requests"], champion["requests"]) < rule.min_requests:
         return Decision("wait", f"{done}; the rule decides at {rule.min_requests} each", figures)
@@ -106,11 +144,21 @@ def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConf
         failures.append(f"prediction shift {moved:.3f} > {rule.max_prediction_shift:g}")
     if candidate["requests"] - candidate["errors"] == 0:
         failures.append("no request was scored by the candidate")
+    if verdict == "fail":
+        failures.append(measured)
     if failures:
         return Decision("rollback", f"online test failed after {done}: {'; '.join(failures)}", figures)
+    if verdict in ("off", "short") and rule.require_labels:
+        waiting = measured or "no labels yet"
+        return Decision("wait", f"{done}; labels: {waiting}; the rule waits for {rule.min_labelled} labelled rows "
+                                "of each variant (serving.online.require_labels)", figures)
     parts = [f"error rate {candidate['error_rate']:.1%}"]
     if ratio is not None:
         parts.append(f"p95 latency ratio {ratio:.2f}")
     if moved is not None:
         parts.append(f"prediction shift {moved:.3f}")
+    if verdict == "pass":
+        parts.append(measured)
+    elif verdict == "short":
+        parts.append(f"labels not used: {measured}")
     return Decision("promote", f"online test passed after {done}: {', '.join(parts)}", figures)
