@@ -294,13 +294,16 @@ def class_table(evaluation: Any) -> pd.DataFrame:
 
 
 def fleet() -> tuple[Any, Any] | None:
-    """The shared GPU fleet (its config and ``FleetView``) from the lease table, as ``mlassets fleet`` shows it;
-    None before any job was submitted (nothing is created here)."""
+    """The shared GPU fleet (its config and ``FleetView``) from the lease table and the home's Dagster runs that carry
+    a job spec, as ``mlassets fleet`` shows it; None when there is neither (nothing is created here)."""
     from mlassets.core.fleet.config import load_fleet
-    from mlassets.core.fleet.service import fleet_table, view
+    from mlassets.core.fleet.service import fleet_table
+    from mlassets.defs.fleet_view import fleet_view
+    from mlassets.host.instance import existing_instance
 
     db = home() / "fleet.db"
-    if not db.is_file():
-        return None
-    config = load_fleet()
-    return config, view(fleet_table(db), config)
+    with existing_instance() as instance:
+        if instance is None and not db.is_file():
+            return None
+        config = load_fleet()
+        return config, fleet_view(fleet_table(db) if db.is_file() else None, config, instance)

@@ -1,6 +1,7 @@
 """``mlassets fleet``: the shared GPU fleet on one machine. ``submit`` admits or refuses a training job (a job file),
-``serve`` runs the scheduler (leases, preemption, requeue), no subcommand shows the fleet; ``kueue`` renders the
-same fleet for Kubernetes and ``dagster-yaml`` the run queue's team limits."""
+``serve`` runs the scheduler (leases, preemption, requeue), no subcommand shows the fleet (its jobs and the home's
+Dagster runs that carry a job spec); ``kueue`` renders the same fleet for Kubernetes and ``dagster-yaml`` the run
+queue's team limits."""
 
 from __future__ import annotations
 
@@ -28,10 +29,12 @@ def _table(args: argparse.Namespace):  # -> FleetTable
 
 def cmd_status(args: argparse.Namespace) -> int:
     from mlassets.core.fleet.report import format_view
-    from mlassets.core.fleet.service import view
+    from mlassets.defs.fleet_view import fleet_view
+    from mlassets.host.instance import existing_instance
 
     fleet = _fleet(args)
-    v = view(_table(args), fleet)
+    with existing_instance() as instance:  # the home's Dagster runs with a job spec too (none: no instance created)
+        v = fleet_view(_table(args), fleet, instance)
     print(json.dumps(asdict(v), indent=2, default=str) if args.json else format_view(v, fleet))
     return 0
 

@@ -43,6 +43,7 @@ LEASE_LOST_TAG = "mlassets/lease_lost"  # a run whose training ranks stopped ren
 OVERRUN_TAG = "mlassets/overrun"  # a run stopped past overrun_factor x its expected runtime (canceled, not requeued)
 OVERRUN_WARNED_TAG = "mlassets/overrun_warned"  # a run past its expected runtime, warned once
 STOP_TAGS = (PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_TAG)  # stopped by the fleet on purpose: not a failure
+STOP_KINDS = {PREEMPTED_TAG: "preempted", LEASE_LOST_TAG: "lease-lost", OVERRUN_TAG: "overrun"}  # fleet serve's names
 REQUEUE_TAGS = (PREEMPTED_TAG, LEASE_LOST_TAG)  # stopped and requeued to resume from the last checkpoint
 RESUME_TAG = "mlassets/resume_of"  # a requeued run: the preempted run whose working area (checkpoints) it resumes
 
@@ -55,6 +56,11 @@ def work_run_id(run: Any) -> str:
 def fleet_stop(run: Any) -> str:
     """Why the fleet stopped ``run`` on purpose (preempted, lease lost, overrun), or ''."""
     return next((run.tags[t] for t in STOP_TAGS if run is not None and run.tags.get(t)), "")
+
+
+def stop_kind(run: Any) -> str:
+    """How the fleet stopped ``run`` (``preempted``, ``lease-lost``, ``overrun``: its event's kind), or ''."""
+    return next((STOP_KINDS[t] for t in STOP_TAGS if run is not None and run.tags.get(t)), "")
 
 
 def training_env(run: Any) -> dict[str, str]:
@@ -83,7 +89,9 @@ def grace_s() -> float:
 def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
     """For a training step terminated because the fleet stopped its run (preempted, lease lost, overrun): the step's
     failure (``dg.Failure``, never retried, so that the run ends canceled and its requeued run resumes); else None.
-    Ranks that still beat for the run's lease after the grace period (a SIGSTOPped or hung rank) are SIGKILLed."""
+    Ranks that still beat for the run's lease after the grace period (a SIGSTOPped or hung rank) are SIGKILLed. The
+    lease table records the stop as an event of the lease with the steps lost (none when the checkpoint of the step
+    reached was written, else the steps since the checkpoint at the last heartbeat; no event when neither is known)."""
     import dagster as dg
 
     from mlassets.core.fleet import heartbeat as hb
@@ -94,9 +102,14 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
     why = fleet_stop(run)
     if not why:
         return None
-    killed = hb.kill_ranks(fleet_table(), hb.run_lease(run_id))
+    table, lease = fleet_table(), hb.run_lease(run_id)
+    beats = table.heartbeats(lease)
+    killed = hb.kill_ranks(table, lease)
     step = read_preemption(out_dir)
     written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
+    lost = 0 if step is not None else max((b["step"] - b["checkpoint_step"] for b in beats), default=None)
+    if lost is not None:
+        table.event(lease, stop_kind(run), f"{why}: {written}", lost)
     then = "a requeued run resumes" if any(run.tags.get(t) for t in REQUEUE_TAGS) else "not requeued"
     killed_text = f"; rank process(es) {', '.join(map(str, killed))} killed" if killed else ""
     return dg.Failure(description=f"{why}: {written}{killed_text}; {then}", allow_retries=False)

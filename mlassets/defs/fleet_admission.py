@@ -28,7 +28,7 @@ class Refused(ConfigError):
     """Admission refused the run; the message is the one sentence with the numbers. Nothing was started."""
 
 
-def _row(record: Any, spec: JobSpec, fleet: FleetConfig, now: float) -> dict[str, Any]:
+def run_row(record: Any, spec: JobSpec, fleet: FleetConfig, now: float) -> dict[str, Any]:
     run = record.dagster_run
     state = "queued" if run.status in _QUEUED else "running" if run.status in _RUNNING else "done"
     try:
@@ -45,10 +45,9 @@ def _row(record: Any, spec: JobSpec, fleet: FleetConfig, now: float) -> dict[str
             "spent": spec.gpus * hours * price}
 
 
-def run_rows(instance: dg.DagsterInstance, fleet: FleetConfig, exclude: str = "") -> list[dict[str, Any]]:
-    """One admission row per run of the instance that carries a job spec (but ``exclude``)."""
-    now = time.time()
-    rows = []
+def spec_records(instance: dg.DagsterInstance, fleet: FleetConfig, exclude: str = "") -> list[tuple[Any, JobSpec]]:
+    """Each run record of the instance that carries a job spec of a team of the fleet (but ``exclude``), with it."""
+    out = []
     for record in instance.get_run_records(dg.RunsFilter(tags={TEAM_TAG: list(fleet.teams)})):
         if record.dagster_run.run_id == exclude:
             continue
@@ -57,8 +56,14 @@ def run_rows(instance: dg.DagsterInstance, fleet: FleetConfig, exclude: str = ""
         except ConfigError:
             continue
         if spec is not None:
-            rows.append(_row(record, spec, fleet, now))
-    return rows
+            out.append((record, spec))
+    return out
+
+
+def run_rows(instance: dg.DagsterInstance, fleet: FleetConfig, exclude: str = "") -> list[dict[str, Any]]:
+    """One admission row per run of the instance that carries a job spec (but ``exclude``)."""
+    now = time.time()
+    return [run_row(record, spec, fleet, now) for record, spec in spec_records(instance, fleet, exclude)]
 
 
 def _table_rows() -> list[dict[str, Any]]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import dagster as dg
 
@@ -95,3 +97,18 @@ def get_instance() -> dg.DagsterInstance:
     if not settings.production():  # production: the daemon's start sizes it (infra/docker-compose.yaml)
         ensure_gpu_pool(instance)
     return instance
+
+
+@contextmanager
+def existing_instance() -> Iterator[dg.DagsterInstance | None]:
+    """The home's Dagster instance when it has one (its dagster.yaml is there), disposed after; None, and nothing
+    created, when it has none yet (a reader such as ``mlassets fleet`` or the dashboard)."""
+    home = os.environ.get("DAGSTER_HOME") or str(paths.home() / "dagster")
+    if not os.path.isfile(os.path.join(home, "dagster.yaml")):
+        yield None
+        return
+    instance = get_instance()
+    try:
+        yield instance
+    finally:
+        instance.dispose()

@@ -27,6 +27,8 @@ def test_submit_status_and_renderings(home: str, tmp_path: Path, monkeypatch: py
     view = json.loads(capsys.readouterr().out)
     assert [(q["position"], q["name"]) for q in view["queue"]] == [(1, "batch")]
     assert [j["state"] for j in view["jobs"]] == ["refused", "queued"]
+    assert [j["origin"] for j in view["jobs"]] == ["fleet serve", "fleet serve"]
+    assert not (Path(home) / "dagster").exists()  # no Dagster instance in the home: none is created to be read
     assert main(["fleet", "submit", "--job", urgent, "--gpus-per-rank", "0"]) == 2
     assert "fleet.gpus_per_rank: must be >= 1, got 0" in capsys.readouterr().err
     assert main(["fleet", "kueue", "--config", "flights", "--team", "product", "--ranks", "2"]) == 0

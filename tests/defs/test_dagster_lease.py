@@ -26,6 +26,7 @@ from mlassets.core.fleet.config import FLEET_ENV, SHIPPED, load_fleet
 from mlassets.core.fleet.service import fleet_table
 from mlassets.defs.alerts import alerts_log
 from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, RESUME_TAG
+from mlassets.defs.fleet_view import fleet_view
 from mlassets.defs.leases import watch_leases
 from mlassets.host.instance import get_instance
 from mlassets.host.runs import ingest
@@ -93,6 +94,12 @@ def test_a_frozen_rank_loses_the_lease_and_its_run_resumes_from_the_last_checkpo
     checkpoints = _meta(instance, requeued[0].run_id, "sales/checkpoints")
     assert checkpoints["resumed_from_step"] == last_checkpoint > 0  # lost: only the steps since that checkpoint
     assert fleet_table().heartbeats(hb.run_lease(run_id)) == []  # the lease is gone with its ranks
+    view = fleet_view(fleet_table(), load_fleet(), instance)  # what `mlassets fleet` shows of it
+    (event,) = [e for e in view.events if e["job_id"] == hb.run_lease(run_id)]  # recorded as its step stopped
+    assert (event["ref"], event["kind"]) == (f"dagster run {run_id[:8]}", "lease-lost")
+    assert isinstance(event["lost_steps"], int) and event["lost_steps"] >= 0  # the steps since its last checkpoint
+    (row,) = [j for j in view.jobs if j["id"] == run_id]
+    assert row["state"] == "stopped" and row["reason"].endswith(f"requeued as dagster run {requeued[0].run_id[:8]}")
     alerts = Path(alerts_log())
     assert not alerts.exists() or run_id not in alerts.read_text()  # a lost lease, requeued: no failure alert
 

@@ -10,9 +10,10 @@ from mlassets.core.fleet.table import ACTIVE
 
 
 def queue_order(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Queued jobs, highest priority first, then first come first served (Dagster's run queue order)."""
-    return sorted((j for j in jobs if j["state"] == "queued"), key=lambda j: (-j["priority_value"], j["submitted"],
-                                                                             j["id"]))
+    """Queued jobs, highest priority first, then first come first served (Dagster's run queue order;
+    a tie between a fleet job and a Dagster run: the fleet job first)."""
+    return sorted((j for j in jobs if j["state"] == "queued"),
+                  key=lambda j: (-j["priority_value"], j["submitted"], isinstance(j["id"], str), j["id"]))
 
 
 def pools_for(fleet: FleetConfig, capacity: str) -> list[str]:

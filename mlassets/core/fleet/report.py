@@ -1,5 +1,6 @@
 """The fleet as text: the queue with positions and reasons, leases with their last heartbeat, GPUs per team against
-quota, spend against budget, and the preemptions and lost leases with the work each lost (``mlassets fleet``)."""
+quota, spend against budget, and the preemptions and lost leases with the work each lost (``mlassets fleet``). A job
+of ``mlassets fleet serve`` is "job 3", a Dagster run "dagster run 1a2b3c4d" (its run id's first 8 characters)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from mlassets.core.fleet.service import FleetView
 
 
 def format_view(v: FleetView, fleet: FleetConfig) -> str:
-    lines = ["queue:"] + [f"  #{q['position']} job {q['id']} {q['name']} ({q['team']}, {q['priority']}, "
+    lines = ["queue:"] + [f"  #{q['position']} {q['ref']} {q['name']} ({q['team']}, {q['priority']}, "
                           f"{q['gpus']} GPUs): {q['reason'] or 'next tick'}" for q in v.queue]
     if not v.queue:
         lines.append("  (empty)")
@@ -17,7 +18,8 @@ def format_view(v: FleetView, fleet: FleetConfig) -> str:
     for lease in v.leases:
         beat = "no heartbeat yet" if lease["last_heartbeat_s"] is None else \
             f"last heartbeat {lease['last_heartbeat_s']:.1f} s ago from {lease['ranks_beating']} rank(s)"
-        lines.append(f"  job {lease['id']} {lease['name']} ({lease['team']}): {lease['gpus']} GPUs of {lease['pool']}, "
+        pool = f" of {lease['pool']}" if lease["pool"] else ""
+        lines.append(f"  {lease['ref']} {lease['name']} ({lease['team']}): {lease['gpus']} GPUs{pool}, "
                      f"{lease['state']}, {beat}; step {lease['step']}, checkpoint at step {lease['checkpoint_step']}")
     if not v.leases:
         lines.append("  (none)")
@@ -27,16 +29,17 @@ def format_view(v: FleetView, fleet: FleetConfig) -> str:
                      f"reserved {money(fleet, t['reserved'])} of {money(fleet, t['budget'])}")
     lines.append("preemptions and lost leases:")
     for e in v.events:
-        lines.append(f"  job {e['job_id']}: {e['kind']} ({e['detail']}), lost {e['lost_steps']} steps")
+        lost = f"lost {e['lost_steps']} steps" if isinstance(e["lost_steps"], int) else "steps lost unknown"
+        lines.append(f"  {e['ref']}: {e['kind']} ({e['detail']}), {lost}")
     if not v.events:
         lines.append("  (none)")
-    done = [j for j in v.jobs if j["state"] in ("done", "failed", "refused", "stopped")]
+    done = [j for j in v.jobs if j["state"] in ("done", "failed", "refused", "stopped", "canceled")]
     lines.append("finished:")
     for j in done:
         if j["state"] == "refused":  # the reason says it
-            lines.append(f"  job {j['id']} {j['name']} ({j['team']}): {j['reason']}")
+            lines.append(f"  {j['ref']} {j['name']} ({j['team']}): {j['reason']}")
             continue
-        lines.append(f"  job {j['id']} {j['name']} ({j['team']}): {j['state']}"
+        lines.append(f"  {j['ref']} {j['name']} ({j['team']}): {j['state']}"
                      + (f" after {j['attempts']} attempt(s)" if j["attempts"] else "")
                      + (f": {j['reason']}" if j["reason"] else ""))
     if not done:

@@ -115,7 +115,7 @@ class FleetTable:
         with self._db() as db:
             db.execute("DELETE FROM heartbeats WHERE job_id = ?", (job_id,))
 
-    def event(self, job_id: int, kind: str, detail: str, lost_steps: int = 0, now: float | None = None) -> None:
+    def event(self, job_id: int | str, kind: str, detail: str, lost_steps: int = 0, now: float | None = None) -> None:
         with self._db() as db:
             db.execute("INSERT INTO events (job_id, time, kind, detail, lost_steps) VALUES (?,?,?,?,?)",
                        (job_id, time.time() if now is None else now, kind, detail, lost_steps))
