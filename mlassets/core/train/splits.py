@@ -117,11 +117,16 @@ def read_splits(cfg: PipelineConfig, train_path: str, validation_path: str, repo
         _check_binary(y_train, target, "training")
         _check_binary(out.y_val, target, "validation")
     else:
-        out.center = float(np.median(y_train))
-        scale = float(np.std(y_train))
-        out.scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+        out.center, out.scale = target_scaling(y_train)
     out.y = ((y_train - out.center) / out.scale).astype(np.float32)
     return out
+
+
+def target_scaling(y: np.ndarray) -> tuple[float, float]:
+    """A regression target's center and scale from all its training values at once: the median and the standard
+    deviation (1 where that is 0 or not finite)."""
+    scale = float(np.std(y))
+    return float(np.median(y)), scale if np.isfinite(scale) and scale > 0 else 1.0
 
 
 def _check_binary(y: np.ndarray, target: str, what: str, offset: int = 0) -> None:

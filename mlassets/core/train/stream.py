@@ -1,11 +1,12 @@
-"""The training input of the torch families (and of the boosted trees' streamed path): the splits read from their
-Parquet files, never more of them at once than the loader's window (``batches.Batches``).
+"""The training input of the torch families and of the boosted trees: the splits read from their Parquet files, never
+more of them at once than the loader's window (``batches.Batches``; the trees' ``trees_stream.SplitRows``).
 
 One pass over the training split's Parquet row groups fits the preprocessing (vocabularies; numeric means and
 standard deviations from sums; the target's median and spread from mergeable quantile summaries, exact when the split
 is one row group) and counts the rows; the validation split is counted (and checked) from its target column. With
 ``training.loader: memory`` the loader's window is the whole split, decoded once and kept, and the validation split's
-chunks are kept after their first read: the same code, one window.
+chunks are kept after their first read: the same code, one window. (The boosted trees fit their one window's
+preprocessing again at once from the kept rows: ``trees_stream``.)
 """
 
 from __future__ import annotations

@@ -15,35 +15,25 @@ from mlassets.core.config import parse_config
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.entry import read_result
 from mlassets.core.train.families.trees_common import matrix
-from mlassets.core.train.families.trees_stream import StreamedSplits, read_tree_splits
+from mlassets.core.train.families.trees_stream import read_tree_splits
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.objectives import validation_metric
 from mlassets.core.train.reporting import PrintReporter
-from mlassets.core.train.synthetic import write_splits
-from tests.core.train.trees import FAMILIES, SAMPLED, kill_after, model_bytes, tree_config, tree_job
+from tests.core.train.trees import FAMILIES, SAMPLED, kill_after, model_bytes, streamable, tree_config, tree_job
 
 STREAM = {"loader": "stream", "stream_window_rows": 700}  # reads of 700 rows across row groups of 1000
 
 
-def _streamable(tmp: Path) -> tuple[Path, Path]:
-    """The tests' splits in row groups of 1000 rows, every 37th row without a target (reads come out short)."""
-    paths = write_splits(tmp / "data", 3000, 800)
-    for path in paths:
-        frame = pd.read_parquet(path)
-        frame.loc[frame.index % 37 == 5, "arr_delay"] = np.nan
-        frame.to_parquet(path, row_group_size=1000)
-    return paths
-
-
 def test_streamed_rows_are_the_whole_files_rows_read_forward(tmp_path) -> None:
-    train, val = _streamable(tmp_path)
+    train, val = streamable(tmp_path)
     cfg = parse_config(tree_config("lightgbm", **STREAM))
     splits = read_tree_splits(cfg, str(train), str(val), None)
-    assert isinstance(splits, StreamedSplits)
-    x_cat, x_num, y = splits.data.arrays(pd.read_parquet(train))  # the whole file at once, the same preprocessing
-    whole = matrix(x_cat, x_num)
+    frame = pd.read_parquet(train).dropna(subset=["arr_delay"])  # the whole file at once, the same preprocessing
+    whole = matrix(*splits.pre.transform(frame))
+    y = ((frame["arr_delay"].to_numpy() - splits.center) / splits.scale).astype(np.float32)
     rows = splits.rows("train")
+    assert not rows.one_window() and rows.batch_size == 700
     assert len(rows) == splits.n_train == len(whole) == 3000 - 81
     picked = np.sort(np.random.default_rng(0).choice(len(whole), 300, replace=False))
     np.testing.assert_array_equal(np.array([rows[i] for i in picked]), whole[picked])  # LightGBM's sampled rows
@@ -54,7 +44,7 @@ def test_streamed_rows_are_the_whole_files_rows_read_forward(tmp_path) -> None:
     assert max(len(b[0]) for b in batches) <= 700 and len(batches) >= 5
     np.testing.assert_array_equal(np.concatenate([b[0] for b in batches]), whole)
     np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), y)
-    np.testing.assert_array_equal(splits.labels(), y)
+    np.testing.assert_array_equal(rows.labels(), y)
     frame = pd.read_parquet(val)
     np.testing.assert_array_equal(splits.y_val, frame["arr_delay"].dropna().to_numpy())
     with pytest.raises(IndexError, match="row 2919 of a split of 2919 rows"):
@@ -63,7 +53,7 @@ def test_streamed_rows_are_the_whole_files_rows_read_forward(tmp_path) -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_streamed_booster_is_close_to_the_in_memory_one_and_scores_what_training_measured(family, tmp_path) -> None:
-    _streamable(tmp_path)
+    streamable(tmp_path)
     fam, results = family_of(family), {}
     for loader in ("memory", "stream"):
         config = tree_config(family, {**SAMPLED, "rounds": 30}, **{**STREAM, "loader": loader})
@@ -82,7 +72,7 @@ def test_a_streamed_booster_is_close_to_the_in_memory_one_and_scores_what_traini
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_streamed_run_killed_between_checkpoints_ends_with_the_same_booster(family, tmp_path) -> None:
-    _streamable(tmp_path)
+    streamable(tmp_path)
     config = tree_config(family, {**SAMPLED, "rounds": 30, "early_stopping_rounds": 0}, **STREAM,
                          faults={"slow_rank": 0, "slow_rank_ms": 60})
     fam, reporter = family_of(family), PrintReporter()

@@ -18,7 +18,7 @@ import numpy as np
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.model import tree_params
 from mlassets.core.train.families.trees_common import chunk_seed, label, matrix
-from mlassets.core.train.families.trees_stream import SplitRows, StreamedSplits, TreeSplits
+from mlassets.core.train.families.trees_stream import SplitRows, TreeSplits
 from mlassets.core.train.objectives import resolve_loss
 
 MODEL_FILE = "model.txt"
@@ -78,14 +78,11 @@ class Engine:
         self.params = params(cfg, splits.task, max(len(splits.classes), 1), threads)
         categorical = list(range(len(splits.pre.categorical)))
         dataset = {k: self.params[k] for k in ("max_bin", "data_random_seed", "verbosity", "num_threads")}
-        if isinstance(splits, StreamedSplits):  # read a window of rows at a time (``trees_stream``)
-            lgb.Sequence.register(SplitRows)
-            x, y, x_val = splits.rows("train"), splits.labels(), splits.rows("validation")
-        else:
-            x, y, x_val = matrix(splits.x_cat, splits.x_num), label(splits.y), matrix(splits.val_cat, splits.val_num)
-        self.train = lgb.Dataset(x, label=y, params=dataset, categorical_feature=categorical,
+        lgb.Sequence.register(SplitRows)  # the rows a window at a time (``trees_stream``)
+        x, x_val = splits.rows("train"), splits.rows("validation")
+        self.train = lgb.Dataset(x, label=label(x.labels()), params=dataset, categorical_feature=categorical,
                                  free_raw_data=True).construct()
-        del x, y  # binned: the matrix (or the reader's window) may go before the validation rows are read
+        del x  # binned: the reader's window may go before the validation rows are read
         self.valid = lgb.Dataset(x_val, label=label(splits.y_val), reference=self.train, params=dataset,
                                  categorical_feature=categorical, free_raw_data=True).construct()
         self.booster: Any = None

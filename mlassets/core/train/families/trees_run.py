@@ -21,7 +21,7 @@ from mlassets.core.train.entry import CRASH_EXIT, RESULT
 from mlassets.core.train.families.trees_checkpoint import Progress, TreeCheckpoints
 from mlassets.core.train.families.trees_common import rounds_per_checkpoint
 from mlassets.core.train.families.trees_fit import Plan, Timing, Watch, describe, fit
-from mlassets.core.train.families.trees_stream import TreeSplits, read_tree_splits
+from mlassets.core.train.families.trees_stream import TreeSplits, one_window, read_tree_splits
 from mlassets.core.train.faults import Faults, InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.metrics import open_sink
@@ -133,13 +133,15 @@ def _outputs(lib: ModuleType, family: str, cfg: PipelineConfig, job: TrainJob, s
 
 def fit_trial(lib: ModuleType, cfg: PipelineConfig, splits: Splits, report: Callable[[int, float], None]) -> float:
     """One tuning trial: the same chunked loop without checkpoints, its validation metric reported to the pruner
-    every ``REPORT_EVERY`` rounds (``report`` raises to prune); the best round's metric."""
-    engine = lib.Engine(cfg, splits, cfg.training.threads)
+    every ``REPORT_EVERY`` rounds (``report`` raises to prune); the best round's metric. The splits, read once for
+    the study, are the reader's one window."""
+    window = one_window(splits)
+    engine = lib.Engine(cfg, window, cfg.training.threads)
     plan = plan_of(cfg)
 
     def on_round(r: int, metric: float) -> None:
         if r % REPORT_EVERY == 0 and r < plan.rounds:  # the last round's work is done: nothing left to save
             report(r, metric)
 
-    progress, _ = fit(engine, splits, plan, Watch(on_round=on_round))
+    progress, _ = fit(engine, window, plan, Watch(on_round=on_round))
     return progress.best_metric

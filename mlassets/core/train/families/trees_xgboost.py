@@ -19,7 +19,7 @@ from mlassets.core import lineage
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.model import tree_params
 from mlassets.core.train.families.trees_common import chunk_seed, label, matrix
-from mlassets.core.train.families.trees_stream import SplitRows, StreamedSplits, TreeSplits
+from mlassets.core.train.families.trees_stream import SplitRows, TreeSplits
 from mlassets.core.train.objectives import resolve_loss
 
 MODEL_FILE = "model.ubj"
@@ -56,17 +56,10 @@ def feature_types(n_cat: int, n_num: int) -> list[str]:
     return ["c"] * n_cat + ["q"] * n_num
 
 
-def dmatrix(x_cat: np.ndarray, x_num: np.ndarray, y: np.ndarray | None = None, threads: int = 0) -> Any:
-    import xgboost as xgb
-
-    return xgb.DMatrix(matrix(x_cat, x_num), label=None if y is None else label(y),
-                       feature_types=feature_types(x_cat.shape[1], x_num.shape[1]), enable_categorical=True,
-                       nthread=threads)
-
-
 def quantile_dmatrix(rows: SplitRows, types: list[str], threads: int, max_bin: int, ref: Any = None) -> Any:
-    """A ``QuantileDMatrix`` of a streamed split, fed a window of rows at a time (XGBoost reads the split more than
-    once: its quantile sketch, then its bins); quantized by ``ref``'s cuts when given (the validation split)."""
+    """A ``QuantileDMatrix`` of a split, fed a window of rows at a time (XGBoost reads the split more than once: its
+    quantile sketch, then its bins; a split of one window is read once); quantized by ``ref``'s cuts when given (the
+    validation split)."""
     import xgboost as xgb
 
     class Batches(xgb.DataIter):
@@ -99,13 +92,9 @@ class Engine:
         self.task = splits.task
         self.device = device()
         self.params = params(cfg, splits.task, max(len(splits.classes), 1), threads, self.device)
-        if isinstance(splits, StreamedSplits):  # read a window of rows at a time (``trees_stream``)
-            types, bins = feature_types(len(splits.pre.categorical), len(splits.pre.numeric)), self.params["max_bin"]
-            self.train = quantile_dmatrix(splits.rows("train"), types, threads, bins)
-            self.valid = quantile_dmatrix(splits.rows("validation"), types, threads, bins, ref=self.train)
-        else:
-            self.train = dmatrix(splits.x_cat, splits.x_num, splits.y, threads)
-            self.valid = dmatrix(splits.val_cat, splits.val_num, splits.y_val, threads)
+        types, bins = feature_types(len(splits.pre.categorical), len(splits.pre.numeric)), self.params["max_bin"]
+        self.train = quantile_dmatrix(splits.rows("train"), types, threads, bins)  # a window at a time
+        self.valid = quantile_dmatrix(splits.rows("validation"), types, threads, bins, ref=self.train)
         self.booster: Any = None
 
     def begin(self, chunk: int, model: bytes | None, arrays: dict[str, np.ndarray]) -> None:
