@@ -24,7 +24,8 @@ from bench.registry import Benchmark, registered
 MODULES: tuple[str, ...] = (
     "bench.orchestration", "bench.evaluation", "bench.store", "bench.features", "bench.training",
     "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
-    "bench.gbdt", "bench.scale", "bench.scale_commands", "bench.latency_gate", "bench.serving", "bench.fleet",
+    "bench.gbdt", "bench.scale", "bench.scale_commands", "bench.ingest", "bench.latency_gate", "bench.serving",
+    "bench.fleet",
 )
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_CONFIGS")  # a benchmark may set them
 HEADER = ("name", "measured", "goal", "met?", "detail")

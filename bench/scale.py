@@ -106,8 +106,8 @@ def scale_time() -> Result:
     return Result(total[large] / total[small], "x", detail)
 
 
-def _bare_stats(file: Path, cfg: Any) -> Any:
-    """What the schema check finds, as one Polars query: per declared column its missing, out-of-range,
+def bare_exprs(cfg: Any) -> list[Any]:
+    """What the schema check finds, as Polars expressions: per declared column its missing, out-of-range,
     non-integral and not-allowed values, and the rows whose key repeats."""
     import polars as pl
 
@@ -129,7 +129,14 @@ def _bare_stats(file: Path, cfg: Any) -> Any:
         if spec.allowed is not None:
             exprs.append((~column.is_in(spec.allowed)).sum().alias(f"{name}:allowed"))
     exprs.append(pl.struct(cfg.dataset.key).is_duplicated().sum().alias("key:duplicated"))
-    return pl.scan_parquet(file).select(exprs).collect(engine="streaming")
+    return exprs
+
+
+def _bare_stats(file: Path, cfg: Any) -> Any:
+    """``bare_exprs`` as one Polars streaming query over one file."""
+    import polars as pl
+
+    return pl.scan_parquet(file).select(bare_exprs(cfg)).collect(engine="streaming")
 
 
 @benchmark("scan_overhead", goal="validation of one partition / a bare Polars scan of the same statistics",

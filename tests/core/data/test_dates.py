@@ -11,7 +11,8 @@ import yaml
 
 from mlassets.core.config import ColumnSpec, ConfigError, load_config, parse_config
 from mlassets.core.data.dates import parse_dates
-from mlassets.core.data.sources.files import FileRejected, read_table
+from mlassets.core.data.sources.files import FileRejected
+from mlassets.core.data.sources.files_read import read_table
 from mlassets.examples.sales import write_example
 
 DATE = {"date": ColumnSpec("datetime")}

@@ -12,7 +12,7 @@ and month columns: ``mlassets.core.data.dates``). Columns the config does not de
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,41 +52,18 @@ def partition_files(template: str, key: str) -> list[Path]:
     return files
 
 
-def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0) -> Iterator[pd.DataFrame]:
-    """The file's rows in batches of ``rows`` (0: all at once), every cell of a CSV as text."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    name = path.name.lower()
-    as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
-    try:
-        if as_parquet:
-            reader = pq.ParquetFile(path)
-            for batch in reader.iter_batches(batch_size=rows or max(1, reader.metadata.num_rows)):
-                frame = batch.to_pandas()
-                del batch
-                yield frame
-                del frame  # before the next batch is read
-            if not reader.metadata.num_rows:
-                yield reader.schema_arrow.empty_table().to_pandas()
-            return
-        sep = "\t" if name.endswith(".tsv") else ","
-        yield from pd.read_csv(path, dtype=str, keep_default_na=False, na_values=list(missing) or [""],
-                               encoding="utf-8-sig", sep=sep, chunksize=rows or CSV_ROWS)
-    except pd.errors.EmptyDataError:
-        raise FileRejected([f"{path}: the file is empty (no header, no rows)"]) from None
-    except (ValueError, pa.ArrowException, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise FileRejected([f"{path}: not readable as {'Parquet' if as_parquet else 'CSV'} ({exc})"]) from None
+def clean_names(names: list[object], path: Path) -> list[str]:
+    """Column names without a byte-order mark or surrounding spaces; two that collide fail, naming both."""
+    clean = [str(c).replace("\ufeff", "").strip() for c in names]
+    twice = sorted({n for n in clean if clean.count(n) > 1})
+    if twice:
+        raise FileRejected([f"{path}: column {twice[0]!r} appears twice (after trimming spaces from the headers)"])
+    return clean
 
 
 def clean_headers(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Column names without a byte-order mark or surrounding spaces; two that collide fail, naming both."""
-    names = [str(c).replace("\ufeff", "").strip() for c in frame.columns]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise FileRejected([f"{path}: column {twice[0]!r} appears twice (after trimming spaces from the headers)"])
-    return frame.set_axis(names, axis=1)
+    """``clean_names`` of a frame's columns."""
+    return frame.set_axis(clean_names(list(frame.columns), path), axis=1)
 
 
 def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
@@ -163,61 +140,6 @@ def missing_target_line(target: str, path: Path, row: int, n: int) -> str:
             "true to drop rows without a target (they are counted)")
 
 
-def coerce(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path, first_row: int) -> pd.DataFrame:
-    """Each declared column in its dtype; a non-empty value that does not parse is a problem naming the row."""
-    out, problems = coerce_batch(frame, columns)
-    if problems:
-        raise FileRejected(problem_lines(problems, columns, path, first_row))
-    return out
-
-
-def iter_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
-               notes: list[str] | None = None, missing: Sequence[str] = ("",), rows: int = 0,
-               target: str = "") -> Iterator[pd.DataFrame]:
-    """One table of a partition from its file(s), coerced to ``columns``, in batches of ``rows`` (0: one per file),
-    each indexed from 0; undeclared columns are noted, dropped. A CSV cell that is one of ``missing`` (exactly) is
-    a missing value; a row without ``target`` (when given) fails the delivery. A file's problems are raised after
-    its last batch, counted over the whole file."""
-    for path in partition_files(template, key):
-        seen, problems, absent = 0, {}, (0, 0)  # absent: (first row without a target, rows without one)
-        for batch in _read(path, fmt, missing, rows):
-            frame = clean_headers(batch, path).set_axis(range(seen, seen + len(batch)), axis=0)
-            if not seen and notes is not None:
-                extra = [c for c in frame.columns if c not in columns]
-                if extra:
-                    notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; "
-                                 "not stored")
-                built = [c for c, spec in columns.items() if spec.from_columns and c in frame.columns]
-                if built:
-                    notes.append(f"{path}: column(s) {', '.join(map(repr, built))} of the file replaced by the date "
-                                 "built from its columns (dataset.columns.<c>.from_columns)")
-            out, found = coerce_batch(frame, columns)
-            problems = merge_problems(problems, found)
-            if target and target in out.columns:
-                lost = out[target].isna()
-                if lost.any():
-                    absent = (absent[0] if absent[1] else int(lost[lost].index[0]), absent[1] + int(lost.sum()))
-            seen += len(frame)
-            if not problems and not absent[1] and len(out):
-                yield out.reset_index(drop=True)
-        if not seen:
-            raise FileRejected([f"{path}: no rows (only a header)"])
-        first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
-        if problems:
-            raise FileRejected(problem_lines(problems, columns, path, first_row))
-        if absent[1]:
-            raise FileRejected([missing_target_line(target, path, absent[0] + first_row, absent[1])])
-
-
-def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
-               notes: list[str] | None = None, missing: Sequence[str] = ("",), target: str = "") -> pd.DataFrame:
-    """One table of a partition from its file(s), coerced to ``columns``, all in memory (``iter_table``)."""
-    import pandas as pd
-
-    return pd.concat(list(iter_table(template, key, fmt, columns, notes, missing, target=target)),
-                     ignore_index=True)
-
-
 _PERIODS = {"YYYY": "%Y", "YYYY-MM": "%Y-%m", "YYYY-MM-DD": "%Y-%m-%d", "YYYY-Www": "%G-W%V"}
 
 
@@ -257,6 +179,8 @@ class FilesSource:
         self.notes = []
         columns = {self.main_table: self.ds.columns, **{n: s.columns for n, s in self.ds.tables.items()}}
         target = "" if self.ds.drop_missing_target else self.ds.target
+        from mlassets.core.data.sources.files_read import read_table
+
         out = {name: read_table(template, key, self.ds.format, columns[name], self.notes, self.ds.missing_values,
                                 target if name == self.main_table else "")
                for name, template in self.templates(override).items()}

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlassets.core.data.sources.files import FileRejected, FilesSource, in_partition, iter_table
+from mlassets.core.data.sources.files import FileRejected, FilesSource, in_partition
+from mlassets.core.data.sources.files_read import iter_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,6 +30,8 @@ def arrow_type(dtype: str) -> pa.DataType:
 def write_tables(source: FilesSource, key: str, directory: Path, override: str | None = None) -> dict[str, Path]:
     """``source.load(key, override)``, each table streamed into ``directory/<table>.parquet``; notes in
     ``source.notes``. (A sample is drawn from a whole partition: ``raw.stage_tables`` loads those instead.)"""
+    import pyarrow as pa
+
     from mlassets.core.data.batches import TableWriter
     from mlassets.core.data.budget import batch_rows
 
@@ -44,8 +47,9 @@ def write_tables(source: FilesSource, key: str, directory: Path, override: str |
         for batch in iter_table(template, key, ds.format, columns[name], source.notes, ds.missing_values, rows,
                                 target):
             if name == source.main_table and ds.partition_column:
-                batch = batch[in_partition(batch[ds.partition_column], key, ds.partitions.pattern)]
-            writer.write(batch.reset_index(drop=True))
+                keep = in_partition(batch.column(ds.partition_column).to_pandas(), key, ds.partitions.pattern)
+                batch = batch.filter(pa.array(keep.to_numpy(dtype=bool)))
+            writer.write(batch)
             del batch  # before the next batch is read
         if name == source.main_table and ds.partition_column and not writer.rows:
             raise FileRejected([f"partition {key!r}: no row of the delivered file(s) has {ds.partition_column} "

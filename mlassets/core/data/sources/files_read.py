@@ -1,0 +1,140 @@
+"""A partition's table read from its files in batches, each coerced to the config's schema as an Arrow table.
+
+Parquet is read batch by batch as Arrow and coerced there (``files_arrow``: a column already in its type is only
+trimmed or relabelled; the rest parsed by pandas); a CSV is read by pandas in chunks, every cell as text, and
+parsed. Either way a file's problems (values that do not parse, rows without a target) are counted over the whole
+file and raised after its last batch, naming the first row of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mlassets.core.config import ColumnSpec
+from mlassets.core.data.sources.files import (
+    CSV_ROWS,
+    PARQUET,
+    FileRejected,
+    Problems,
+    clean_headers,
+    clean_names,
+    merge_problems,
+    missing_target_line,
+    partition_files,
+    problem_lines,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+
+def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0) -> Iterator[pa.Table | pd.DataFrame]:
+    """The file's rows in batches of ``rows`` (0: all at once): Parquet as Arrow tables, a CSV as pandas frames
+    of text."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = path.name.lower()
+    as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
+    try:
+        if as_parquet:
+            reader = pq.ParquetFile(path)
+            for batch in reader.iter_batches(batch_size=rows or max(1, reader.metadata.num_rows)):
+                table = pa.Table.from_batches([batch])
+                del batch
+                yield table
+                del table  # before the next batch is read
+            if not reader.metadata.num_rows:
+                yield reader.schema_arrow.empty_table()
+            return
+        sep = "\t" if name.endswith(".tsv") else ","
+        yield from pd.read_csv(path, dtype=str, keep_default_na=False, na_values=list(missing) or [""],
+                               encoding="utf-8-sig", sep=sep, chunksize=rows or CSV_ROWS)
+    except pd.errors.EmptyDataError:
+        raise FileRejected([f"{path}: the file is empty (no header, no rows)"]) from None
+    except (ValueError, pa.ArrowException, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise FileRejected([f"{path}: not readable as {'Parquet' if as_parquet else 'CSV'} ({exc})"]) from None
+
+
+def _coerced(batch: pa.Table | pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path,
+             first: int) -> tuple[pa.Table, Problems, list[str]]:
+    """A batch with clean headers, coerced (rows numbered from ``first``); and its column names as the file has
+    them."""
+    import pyarrow as pa
+
+    from mlassets.core.data.sources.files_arrow import coerce_table, from_frame
+
+    if isinstance(batch, pa.Table):
+        names = clean_names(batch.column_names, path)
+        out, problems = coerce_table(batch.rename_columns(names), columns, first)
+        return out, problems, names
+    frame = clean_headers(batch, path)
+    built = any(spec.from_columns for spec in columns.values())
+    texts = [c for c in frame.columns if c in columns and columns[c].dtype != "datetime" and not built]
+    out, problems = coerce_table(from_frame(frame[texts]), columns, first, frame)
+    return out, problems, list(frame.columns)
+
+
+def _first_missing(table: pa.Table, target: str) -> tuple[int, int]:
+    """(the first row without a value in ``target``, rows without one) of a coerced batch."""
+    import pyarrow.compute as pc
+
+    column = table.column(target)
+    if not column.null_count:
+        return 0, 0
+    return int(pc.index(pc.is_null(column), True).as_py()), column.null_count
+
+
+def _notes(names: list[str], columns: Mapping[str, ColumnSpec], path: Path, notes: list[str]) -> None:
+    extra = [c for c in names if c not in columns]
+    if extra:
+        notes.append(f"{path}: column(s) {', '.join(map(repr, extra))} not declared in the config; not stored")
+    built = [c for c, spec in columns.items() if spec.from_columns and c in names]
+    if built:
+        notes.append(f"{path}: column(s) {', '.join(map(repr, built))} of the file replaced by the date built from "
+                     "its columns (dataset.columns.<c>.from_columns)")
+
+
+def iter_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
+               notes: list[str] | None = None, missing: Sequence[str] = ("",), rows: int = 0,
+               target: str = "") -> Iterator[pa.Table]:
+    """One table of a partition from its file(s), coerced to ``columns``, in Arrow batches of ``rows`` (0: one per
+    file); undeclared columns are noted, dropped. A CSV cell that is one of ``missing`` (exactly) is a missing
+    value; a row without ``target`` (when given) fails the delivery. A file's problems are raised after its last
+    batch, counted over the whole file."""
+    for path in partition_files(template, key):
+        seen, problems, absent = 0, {}, (0, 0)  # absent: (first row without a target, rows without one)
+        for batch in _read(path, fmt, missing, rows):
+            size = len(batch)
+            out, found, names = _coerced(batch, columns, path, seen)
+            del batch
+            if not seen and notes is not None:
+                _notes(names, columns, path, notes)
+            problems = merge_problems(problems, found)
+            if target and target in out.column_names:
+                row, lost = _first_missing(out, target)
+                if lost:
+                    absent = (absent[0] if absent[1] else seen + row, absent[1] + lost)
+            seen += size
+            if not problems and not absent[1] and out.num_rows:
+                yield out
+        if not seen:
+            raise FileRejected([f"{path}: no rows (only a header)"])
+        first_row = 2 if not path.name.lower().endswith(PARQUET) else 1  # the line in a CSV, the row in Parquet
+        if problems:
+            raise FileRejected(problem_lines(problems, columns, path, first_row))
+        if absent[1]:
+            raise FileRejected([missing_target_line(target, path, absent[0] + first_row, absent[1])])
+
+
+def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
+               notes: list[str] | None = None, missing: Sequence[str] = ("",), target: str = "") -> pd.DataFrame:
+    """One table of a partition from its file(s), coerced to ``columns``, all in memory (``iter_table``)."""
+    import pandas as pd
+
+    frames = [table.to_pandas() for table in iter_table(template, key, fmt, columns, notes, missing, target=target)]
+    return pd.concat(frames, ignore_index=True)
