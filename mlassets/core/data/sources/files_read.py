@@ -31,19 +31,23 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0) -> Iterator[pa.Table | pd.DataFrame]:
-    """The file's rows in batches of ``rows`` (0: all at once): Parquet as Arrow tables, a CSV as pandas frames
-    of text."""
+def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0,
+          budget_mb: int = 0) -> Iterator[pa.Table | pd.DataFrame]:
+    """The file's rows in batches of ``rows`` (0: all at once): Parquet as Arrow tables (in batches sized by its
+    decoded row width when a ``budget_mb`` is given, as ``batches.rows_for``), a CSV as pandas frames of text."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from mlassets.core.data.batches import rows_for
 
     name = path.name.lower()
     as_parquet = fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET))
     try:
         if as_parquet:
             reader = pq.ParquetFile(path)
-            for batch in reader.iter_batches(batch_size=rows or max(1, reader.metadata.num_rows)):
+            size = rows_for(reader, budget_mb) if budget_mb else rows or max(1, reader.metadata.num_rows)
+            for batch in reader.iter_batches(batch_size=size):
                 table = pa.Table.from_batches([batch])
                 del batch
                 yield table
@@ -101,14 +105,14 @@ def _notes(names: list[str], columns: Mapping[str, ColumnSpec], path: Path, note
 
 def iter_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
                notes: list[str] | None = None, missing: Sequence[str] = ("",), rows: int = 0,
-               target: str = "") -> Iterator[pa.Table]:
+               target: str = "", budget_mb: int = 0) -> Iterator[pa.Table]:
     """One table of a partition from its file(s), coerced to ``columns``, in Arrow batches of ``rows`` (0: one per
-    file); undeclared columns are noted, dropped. A CSV cell that is one of ``missing`` (exactly) is a missing
-    value; a row without ``target`` (when given) fails the delivery. A file's problems are raised after its last
-    batch, counted over the whole file."""
+    file; a Parquet file's sized by ``budget_mb`` when given); undeclared columns are noted, dropped. A CSV cell
+    that is one of ``missing`` (exactly) is a missing value; a row without ``target`` (when given) fails the
+    delivery. A file's problems are raised after its last batch, counted over the whole file."""
     for path in partition_files(template, key):
         seen, problems, absent = 0, {}, (0, 0)  # absent: (first row without a target, rows without one)
-        for batch in _read(path, fmt, missing, rows):
+        for batch in _read(path, fmt, missing, rows, budget_mb):
             size = len(batch)
             out, found, names = _coerced(batch, columns, path, seen)
             del batch

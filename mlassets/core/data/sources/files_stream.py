@@ -45,7 +45,7 @@ def write_tables(source: FilesSource, key: str, directory: Path, override: str |
         writer = TableWriter(directory / f"{name}.parquet", hints=hints)
         target = ds.target if name == source.main_table and not ds.drop_missing_target else ""
         for batch in iter_table(template, key, ds.format, columns[name], source.notes, ds.missing_values, rows,
-                                target):
+                                target, ds.memory_budget_mb):
             if name == source.main_table and ds.partition_column:
                 keep = in_partition(batch.column(ds.partition_column).to_pandas(), key, ds.partitions.pattern)
                 batch = batch.filter(pa.array(keep.to_numpy(dtype=bool)))
