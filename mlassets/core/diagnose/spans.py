@@ -9,10 +9,12 @@ below), and say which stage the extra time goes to and whether it is waiting or 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
@@ -35,10 +37,27 @@ _LOCK = threading.Lock()
 
 
 class JsonlExporter(SpanExporter):
-    """Appends each finished span as one JSON line to ``path`` (the file can be switched with ``enable``)."""
+    """Appends each finished span as one JSON line to ``path`` (the file can be switched with ``enable``). The file
+    stays open between spans (a request ends six); it is opened again when the path changes or the file was
+    removed or replaced, and every line is flushed at once, so a reader sees a request's spans when it ends."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._file: TextIO | None = None
+        self._opened: tuple[Path, int] | None = None  # the path and inode the open file was opened as
+
+    def _handle(self) -> TextIO:
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            inode = -1
+        if self._file is None or self._opened != (self.path, inode):
+            if self._file is not None:
+                self._file.close()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a")
+            self._opened = (self.path, os.fstat(self._file.fileno()).st_ino)
+        return self._file
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         lines = []
@@ -51,13 +70,16 @@ class JsonlExporter(SpanExporter):
                 "attributes": {k: v for k, v in (span.attributes or {}).items() if isinstance(v, str | int | float)},
             }))
         with _LOCK:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as fh:
-                fh.write("\n".join(lines) + "\n")
+            out = self._handle()
+            out.write("\n".join(lines) + "\n")
+            out.flush()
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
-        pass
+        with _LOCK:
+            if self._file is not None:
+                self._file.close()
+                self._file, self._opened = None, None
 
 
 _EXPORTER: JsonlExporter | None = None

@@ -63,3 +63,23 @@ def test_the_predictions_path_is_traced_into_the_home(home: str) -> None:
     read_one = reqs[reqs["read"] > 0]  # rows come ordered by (random) trace id, not by time
     assert len(reqs) == 2 and len(read_one) == 1
     assert (read_one.iloc[0][["preprocessing", "model", "write"]] > 0).all()
+
+
+def test_the_trace_file_holds_each_span_once_ended_even_when_removed_or_switched(tmp_path: Path) -> None:
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("test")
+    first, second = tmp_path / "a" / "spans.jsonl", tmp_path / "b" / "spans.jsonl"
+
+    def names(path: Path) -> list[str]:
+        return list(spans.read_spans(path)["name"]) if path.is_file() else []
+
+    spans.enable(first)
+    tracer.start_span("one").end()
+    assert names(first) == ["one"]  # readable at once: the open file is flushed line by line
+    first.unlink()  # a reader cleared it (as a test or an operator does): the next span starts a new file
+    tracer.start_span("two").end()
+    assert names(first) == ["two"]
+    spans.enable(second)
+    tracer.start_span("three").end()
+    assert (names(first), names(second)) == (["two"], ["three"])
