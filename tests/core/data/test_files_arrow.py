@@ -9,7 +9,7 @@ declared as text, dates as text).
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,7 +33,7 @@ def _table() -> pa.Table:
         "name": pa.array([" a\x1c", "\xa0b\u3000", None], pa.string()),
         "big": pa.array(["\tc ", "d", "e\u2028"], pa.large_string()),
         "t_naive": pa.array(DATES, pa.timestamp("us")),
-        "t_zoned": pa.array([d and d.replace(tzinfo=timezone.utc) for d in DATES], pa.timestamp("ns", "Europe/Paris")),
+        "t_zoned": pa.array([d and d.replace(tzinfo=UTC) for d in DATES], pa.timestamp("ns", "Europe/Paris")),
         "t_sec": pa.array(DATES, pa.timestamp("s", "UTC")),
         "as_text": pa.array([" 7", "8.5", None], pa.string()),
         "flag": pa.array([True, False, None], pa.bool_()),
@@ -75,7 +75,7 @@ def test_an_arrow_batch_coerces_to_the_table_pandas_gives() -> None:
     assert problems == expected_problems
     assert out.column("name").to_pylist() == ["a", "b", None]
     assert out.column("x_nan").null_count == 2 and out.schema.field("n_gaps").type == pa.float64()
-    assert out.column("t_naive").to_pylist()[0] == datetime(2024, 1, 1, 5, tzinfo=timezone.utc)
+    assert out.column("t_naive").to_pylist()[0] == datetime(2024, 1, 1, 5, tzinfo=UTC)
 
 
 def test_a_value_that_does_not_parse_is_named_by_its_row_in_the_file() -> None:
