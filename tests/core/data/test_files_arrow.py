@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlassets.core.config import ColumnSpec
-from mlassets.core.data.sources.files import FileRejected, coerce_batch
 from mlassets.core.data.sources.files_arrow import WHITESPACE, coerce_table, fits, from_frame
+from mlassets.core.data.sources.files_parse import FileRejected, coerce_batch
 from mlassets.core.data.sources.files_read import iter_table
 
 DATES = [datetime(2024, 1, 1, 5), None, datetime(2024, 1, 31, 23, 59, 59)]

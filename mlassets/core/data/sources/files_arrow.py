@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from mlassets.core.data.sources.files import Problems
+    from mlassets.core.data.sources.files_parse import Problems
 
 # what str.strip() removes: every character whose isspace() is true (a test checks the list against Python's)
 WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
@@ -92,7 +92,7 @@ def coerce_table(table: pa.Table, columns: Mapping[str, ColumnSpec], first: int,
     trying in Arrow."""
     import pyarrow as pa
 
-    from mlassets.core.data.sources.files import coerce_batch
+    from mlassets.core.data.sources.files_parse import coerce_batch
 
     names = list(frame.columns) if frame is not None else table.column_names
     present = {n: s for n, s in columns.items() if n in names}

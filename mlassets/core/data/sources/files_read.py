@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import ColumnSpec
-from mlassets.core.data.sources.files import (
+from mlassets.core.data.sources.files_parse import (
     CSV_ROWS,
     PARQUET,
     FileRejected,
