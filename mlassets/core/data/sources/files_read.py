@@ -66,8 +66,8 @@ def _read(path: Path, fmt: str, missing: Sequence[str] = ("",), rows: int = 0,
 
 def _coerced(batch: pa.Table | pd.DataFrame, columns: Mapping[str, ColumnSpec], path: Path,
              first: int) -> tuple[pa.Table, Problems, list[str]]:
-    """A batch with clean headers, coerced (rows numbered from ``first``); and its column names as the file has
-    them."""
+    """A batch with clean headers, coerced (rows numbered from ``first``); and all its column names, cleaned (the
+    undeclared ones too, for the notes)."""
     import pyarrow as pa
 
     from mlassets.core.data.sources.files_arrow import coerce_table, from_frame
