@@ -2,8 +2,8 @@
 
 A Parquet file usually stores a declared column in its type already (numbers as numbers, text as text, times as
 timestamps), and a CSV's number columns are mostly plain decimals. Such a column is coerced in Arrow to what the
-pandas coercion (``files.coerce_batch``) would have given it: text trimmed of exactly what ``str.strip`` trims,
-integers with gaps as float64, NaN as missing, times in UTC, plain decimals read to the same bits. Only the other
+pandas coercion (``files_parse.coerce_batch``) would have given it: text trimmed of exactly what ``str.strip``
+trims, integers with gaps as float64, NaN as missing, times in UTC, plain decimals read to the same bits. Only the other
 columns (dates as text, dates built from parts, booleans, numbers in any other spelling, values that do not parse)
 go through pandas, which parses them and names the rows that do not parse. The result is the table the pandas
 coercion gives (``tests/core/data/test_files_arrow.py`` compares them), without a round trip of every cell
@@ -86,10 +86,10 @@ def plain_numbers(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
 
 def coerce_table(table: pa.Table, columns: Mapping[str, ColumnSpec], first: int,
                  frame: pd.DataFrame | None = None) -> tuple[pa.Table, Problems]:
-    """``files.coerce_batch`` of a batch whose first row is row ``first`` of its file: columns already in their type,
-    and text of plain numbers, coerced in Arrow; the rest by pandas (all of them when a column is built from
-    others). ``table`` holds the batch in Arrow, or (with ``frame``, a CSV's text in pandas) the columns of it worth
-    trying in Arrow."""
+    """``files_parse.coerce_batch`` of a batch whose first row is row ``first`` of its file: columns already in
+    their type, and text of plain numbers, coerced in Arrow; the rest by pandas (all of them when a column is built
+    from others). ``table`` holds the batch in Arrow, or (with ``frame``, a CSV's text in pandas) the columns of it
+    worth trying in Arrow."""
     import pyarrow as pa
 
     from mlassets.core.data.sources.files_parse import coerce_batch
