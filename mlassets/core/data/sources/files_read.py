@@ -1,8 +1,8 @@
 """A partition's table read from its files in batches, each coerced to the config's schema as an Arrow table.
 
-Parquet is read batch by batch as Arrow and coerced there (``files_arrow``: a column already in its type is only
-trimmed or relabelled; the rest parsed by pandas); a CSV is read by pandas in chunks, every cell as text, and
-parsed. Either way a file's problems (values that do not parse, rows without a target) are counted over the whole
+Parquet is read batch by batch as Arrow; a CSV is read by pandas in chunks, every cell as text. Either is coerced
+by ``files_arrow``: a column already in its type, or a CSV column of plain decimals, in Arrow; the rest parsed by
+pandas. Either way a file's problems (values that do not parse, rows without a target) are counted over the whole
 file and raised after its last batch, naming the first row of each.
 """
 
