@@ -121,7 +121,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                 records, looked = lookup.fill(records)
                 if looked:
                     retrieval = (looked_at, time.time_ns(), looked)
-            frame = rows.to_frame(records, schema, settings.max_rows)
+            frame = rows.to_rows(records, schema, settings.max_rows)  # one DataFrame per pass, not per request
             batcher.arriving -= 1
             queued = True
             metrics.queue_depth.set(batcher.depth + 1)
@@ -189,13 +189,15 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         metrics.latency.labels(route, variant).observe((end - start) / 1e9)
         return Response(content, status, headers, media_type="application/json")
 
-    @app.post("/invocations")
     async def invocations(request: Request) -> Response:
         return await score(request, "invocations", rows.mlflow_records)
 
-    @app.post("/predict")
     async def predict(request: Request) -> Response:
         return await score(request, "predict", rows.plain_records)
+
+    # Starlette routes: the request as it came, without FastAPI's parameter solving on every request
+    app.add_route("/invocations", invocations, methods=["POST"])
+    app.add_route("/predict", predict, methods=["POST"])
 
     @app.get("/health")
     async def health() -> dict[str, str]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from mlassets.serve.rows import Rows
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -31,7 +33,7 @@ class Timing:
 
 @dataclass
 class _Job:
-    frame: pd.DataFrame
+    frame: pd.DataFrame | Rows
     queued_ns: int
     future: asyncio.Future = field(repr=False)
 
@@ -80,7 +82,7 @@ class Batcher:
         self._queue.clear()
         self._pool.shutdown(wait=True)
 
-    async def submit(self, frame: pd.DataFrame) -> tuple[Any, str, int, Timing]:
+    async def submit(self, frame: pd.DataFrame | Rows) -> tuple[Any, str, int, Timing]:
         """``(answer, version, queued_ns, timing)`` for ``frame`` once its pass has run."""
         job = _Job(frame, time.time_ns(), asyncio.get_running_loop().create_future())
         self._queue.append(job)
@@ -125,12 +127,20 @@ class Batcher:
             rows += len(job.frame)
         return jobs
 
+    def _pass(self, parts: list[pd.DataFrame | Rows]) -> tuple[Any, int, str]:
+        """The jobs' rows as one frame (joined on the worker thread), through the model."""
+        if all(isinstance(p, Rows) for p in parts):
+            frame = Rows.join(parts).frame()
+        else:
+            frames = [p if isinstance(p, pd.DataFrame) else p.frame() for p in parts]
+            frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return self.run(frame)
+
     async def _run(self, jobs: list[_Job]) -> None:
         loop = asyncio.get_running_loop()
-        frame = jobs[0].frame if len(jobs) == 1 else pd.concat([j.frame for j in jobs], ignore_index=True)
         start = time.time_ns()
         try:
-            answer, preprocessed, version = await loop.run_in_executor(self._pool, self.run, frame)
+            answer, preprocessed, version = await loop.run_in_executor(self._pool, self._pass, [j.frame for j in jobs])
         except Exception as exc:  # noqa: BLE001 - a bad pass must not take the others with it
             if len(jobs) > 1:  # one request's rows broke the pass: run each alone, only it fails
                 for job in jobs:
@@ -139,7 +149,7 @@ class Batcher:
             if not jobs[0].future.done():
                 jobs[0].future.set_exception(exc)
             return
-        timing = Timing(start, preprocessed, time.time_ns(), len(frame), len(jobs))
+        timing = Timing(start, preprocessed, time.time_ns(), sum(len(j.frame) for j in jobs), len(jobs))
         if self.on_batch is not None:
             self.on_batch(timing)
         offset = 0

@@ -33,6 +33,7 @@ from mlassets.core.registry.promotion import PromotionError
 from mlassets.serve.batcher import Batcher, Runner, Stopped
 from mlassets.serve.load import ServedModel, ServingError, load_version
 from mlassets.serve.recorder import Recorder
+from mlassets.serve.rows import Rows
 from mlassets.serve.telemetry import Metrics, RequestTrace
 
 LOG = logging.getLogger("mlassets.serve")
@@ -168,13 +169,13 @@ class Online:
             await run.batcher.stop()
 
     # -- the request path (the event loop) ------------------------------------------------------------------
-    def shadow(self, run: Running, frame: pd.DataFrame, trace_id: str) -> None:
+    def shadow(self, run: Running, frame: pd.DataFrame | Rows, trace_id: str) -> None:
         """Score ``frame`` with the shadow after the champion answered (request ``trace_id``); never awaited."""
         task = asyncio.get_running_loop().create_task(self._shadow(run, frame, trace_id))
         run.tasks.add(task)
         task.add_done_callback(run.tasks.discard)
 
-    async def _shadow(self, run: Running, frame: pd.DataFrame, trace_id: str) -> None:
+    async def _shadow(self, run: Running, frame: pd.DataFrame | Rows, trace_id: str) -> None:
         start = time.time_ns()
         span = RequestTrace(start, "shadow", root=SHADOW_ROOT)
         try:
@@ -192,7 +193,7 @@ class Online:
         span.end(timing.done_ns, status=200, variant="shadow", version=run.test.candidate)
 
     def scored(self, run: Running, who: str, queued_ns: int, done_ns: int, predicted: Any,
-               frame: pd.DataFrame | None = None, trace_id: str = "") -> None:
+               frame: pd.DataFrame | Rows | None = None, trace_id: str = "") -> None:
         seconds = (done_ns - queued_ns) / 1e9
         run.stats[who].scored(seconds * 1000, predicted)
         variant = run.variant if who == "candidate" else "champion"

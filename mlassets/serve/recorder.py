@@ -21,6 +21,7 @@ import pandas as pd
 
 from mlassets.core.evaluate.online_labels import PREDICTIONS
 from mlassets.core.train.outputs import PREDICTION, probabilities
+from mlassets.serve.rows import Rows
 
 LOG = logging.getLogger("mlassets.serve")
 
@@ -41,7 +42,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._broken = False
 
-    def record(self, variant: str, version: str, trace_id: str, frame: pd.DataFrame, predicted: Any) -> None:
+    def record(self, variant: str, version: str, trace_id: str, frame: pd.DataFrame | Rows, predicted: Any) -> None:
         keys = [{c: _plain(v) for c, v in zip(self.key, row, strict=True)}
                 for row in frame[self.key].itertuples(index=False, name=None)]
         if isinstance(predicted, pd.DataFrame):  # multiclass: the label served and each class's probability

@@ -102,8 +102,39 @@ def _records(rows: Any, where: str) -> list[Mapping[str, Any]]:
     return rows
 
 
+class Rows:
+    """A request's checked rows as columns (numbers float64, the rest objects), not yet a DataFrame: requests
+    merged into one pass are joined column by column and become one frame there (``frame``), not one each."""
+
+    __slots__ = ("columns", "length")
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+        self.length = len(next(iter(columns.values()))) if columns else 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, names: list[str]) -> pd.DataFrame:
+        return pd.DataFrame({c: self.columns[c] for c in names}, copy=False)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.columns, copy=False)
+
+    @staticmethod
+    def join(parts: list[Rows]) -> Rows:
+        if len(parts) == 1:
+            return parts[0]
+        return Rows({c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns})
+
+
 def to_frame(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) -> pd.DataFrame:
-    """The rows as a DataFrame of the model's columns, or a ``BadRequest`` naming what is wrong."""
+    """``to_rows`` as a DataFrame."""
+    return to_rows(records, schema, max_rows).frame()
+
+
+def to_rows(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) -> Rows:
+    """The rows in the model's columns, or a ``BadRequest`` naming what is wrong."""
     if not records:
         raise BadRequest(400, "the request holds no rows")
     if len(records) > max_rows:
@@ -125,8 +156,7 @@ def to_frame(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) ->
         data[column] = [_value(r[column], column, i, numeric, column in schema.nullable)
                         for i, r in enumerate(records)]
     numeric = set(schema.numeric)
-    return pd.DataFrame({c: np.array(v, dtype=np.float64 if c in numeric else object) for c, v in data.items()},
-                        copy=False)
+    return Rows({c: np.array(v, dtype=np.float64 if c in numeric else object) for c, v in data.items()})
 
 
 def _value(value: Any, column: str, row: int, numeric: bool, nullable: bool) -> Any:

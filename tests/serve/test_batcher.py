@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from mlassets.serve.batcher import Batcher
+from mlassets.serve.rows import Rows
 
 LONG_WAIT_MS = 120_000.0  # a request that waited this window would time the test out
 
@@ -67,6 +69,34 @@ def test_requests_on_their_way_are_waited_for_and_merged_into_one_pass() -> None
     assert model.passes == [[1, 2, 3, 4]]
     assert [a[0].tolist() for a in answers] == [[2], [4, 6], [8]]
     assert {a[3].requests for a in answers} == {3}
+
+
+def test_requests_checked_as_rows_are_joined_column_by_column_into_one_frame() -> None:
+    """The endpoint hands the batcher each request's checked columns (``Rows``); a pass gets one frame of them,
+    in arrival order, with the column types of a frame made at once."""
+    seen: list[pd.DataFrame] = []
+    model = Model()
+
+    def run(frame: pd.DataFrame) -> tuple[object, int, str]:
+        seen.append(frame)
+        return model(frame)
+
+    batcher = Batcher(run, max_batch_size=64, wait_ms=LONG_WAIT_MS)
+    parts = [Rows({"x": np.array([1.0, 2.0]), "c": np.array(["a", None], dtype=object)}),
+             Rows({"x": np.array([3.0]), "c": np.array(["b"], dtype=object)})]
+
+    async def work():  # noqa: ANN202
+        batcher.arriving = 1
+        first = asyncio.ensure_future(batcher.submit(parts[0]))
+        await asyncio.sleep(0.05)
+        batcher.arriving -= 1
+        return await asyncio.gather(first, batcher.submit(parts[1]))
+
+    answers = asyncio.run(_with(batcher, work))
+    assert model.passes == [[1.0, 2.0, 3.0]] and [a[0].tolist() for a in answers] == [[2, 4], [6]]
+    expected = pd.DataFrame({"x": [1.0, 2.0, 3.0], "c": np.array(["a", None, "b"], dtype=object)})
+    pd.testing.assert_frame_equal(seen[0], expected)
+    pd.testing.assert_frame_equal(parts[0][["c"]], expected[["c"]].iloc[:2])
 
 
 def test_a_pass_holds_at_most_max_batch_size_rows() -> None:
