@@ -19,8 +19,8 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 STAGES = ("read", "preprocessing", "model", "write")
 WAITING = {"read", "write"}  # I/O: time waiting on storage; the others compute
@@ -82,6 +82,45 @@ class JsonlExporter(SpanExporter):
                 self._file, self._opened = None, None
 
 
+class TraceProcessor(SpanProcessor):
+    """Hands a trace's spans to the exporter together, when its root ends (one write a request, not one a span);
+    a span of a trace whose root already ended, or past ``MAX_OPEN`` open traces, goes at once."""
+
+    MAX_OPEN = 10_000
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self.exporter = exporter
+        self._open: dict[int, list[ReadableSpan]] = {}
+        self._ended: dict[int, None] = {}  # the last 1024 traces whose root ended, oldest first
+        self._lock = threading.Lock()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        trace_id, parent = span.get_span_context().trace_id, span.parent
+        with self._lock:
+            if parent is not None and not parent.is_remote and trace_id not in self._ended:
+                if len(self._open) < self.MAX_OPEN or trace_id in self._open:
+                    self._open.setdefault(trace_id, []).append(span)
+                    return
+                batch = [span]
+            else:
+                batch = [*self._open.pop(trace_id, []), span]
+                if parent is None or parent.is_remote:
+                    self._ended[trace_id] = None
+                    if len(self._ended) > 1024:
+                        del self._ended[next(iter(self._ended))]
+        self.exporter.export(batch)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            left, self._open = [s for spans in self._open.values() for s in spans], {}
+        if left:
+            self.exporter.export(left)
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
 _EXPORTER: JsonlExporter | None = None
 
 
@@ -92,7 +131,7 @@ def enable(path: Path) -> None:
         if _EXPORTER is None:
             _EXPORTER = JsonlExporter(path)
             provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+            provider.add_span_processor(TraceProcessor(_EXPORTER))
             trace.set_tracer_provider(provider)
         _EXPORTER.path = path
 

@@ -83,3 +83,24 @@ def test_the_trace_file_holds_each_span_once_ended_even_when_removed_or_switched
     spans.enable(second)
     tracer.start_span("three").end()
     assert (names(first), names(second)) == (["two"], ["three"])
+
+
+def test_a_requests_spans_reach_the_file_together_when_its_root_ends(tmp_path: Path) -> None:
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("test")
+    path = tmp_path / "spans.jsonl"
+
+    def names() -> list[str]:
+        return list(spans.read_spans(path)["name"]) if path.is_file() else []
+
+    spans.enable(path)
+    root = tracer.start_span(spans.ENDPOINT)
+    inside = trace.set_span_in_context(root)
+    tracer.start_span("preprocessing", context=inside).end()
+    tracer.start_span("model", context=inside).end()
+    assert names() == []  # one write per request: nothing before it ends
+    root.end()
+    assert names() == ["preprocessing", "model", spans.ENDPOINT]
+    tracer.start_span("downstream", context=inside).end()  # a stage that ends after its request: at once
+    assert names()[-1] == "downstream"
