@@ -100,6 +100,7 @@ def _no_error_page(page) -> None:  # noqa: ANN001 - a Playwright page
     expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)  # client.toolbarMode: no "Deploy"
 
 
+@pytest.mark.e2e  # a real Chromium through every page: 20 s, outside the inner loop
 def test_every_page_in_chromium(server: str) -> None:
     chromium = chromium_or_skip()
     from playwright.sync_api import expect, sync_playwright

@@ -30,6 +30,7 @@ from mlassets.core.train.artifact import save_bundle, weights_sha256
 from tests.core.registry import test_promotion as shared
 from tests.production.conftest import end_active_runs
 
+pytestmark = pytest.mark.e2e  # a moto S3 server and an MLflow server in processes of their own: 40 s
 BUCKET = "mlflow-artifacts"
 S3_ENV = {"AWS_ACCESS_KEY_ID": "AKIAFAKEMLASSETSS3ID", "AWS_SECRET_ACCESS_KEY": "fake-s3-secret-never-logged",
           "AWS_DEFAULT_REGION": "us-east-1"}

@@ -44,6 +44,7 @@ def _median(rows: list[dict], part: str) -> float:
     return statistics.median(r[part] for r in rows)
 
 
+@pytest.mark.e2e  # three torchrun jobs of two ranks: 20 s, outside the inner loop
 def test_slow_input_on_one_rank_and_slow_checkpoints_draw_no_random_numbers(data, tmp_path: Path) -> None:
     clean = _torchrun(data, tmp_path / "clean")
     slow = _torchrun(data, tmp_path / "slow", slow_input_rank=1, slow_input_ms=40, slow_checkpoint_ms=2000)
