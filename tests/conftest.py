@@ -13,30 +13,13 @@ from mlassets.core.config import PipelineConfig, load_config, shipped_configs
 warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 
 
-# Fixtures built once per session (a demo home, a PostgreSQL server, one MLflow store): under pytest-xdist every
-# test that uses one runs in the same worker (``--dist loadgroup``), so each is built once, not once per worker; so do
-# the tests of a module with a module-scoped fixture of its own (``_module_fixture``).
-SHARED_FIXTURES = {"_demo_stack": "demo", "postgres": "postgres", "reg": "registry", "recorded": "dashboard"}
-
-
-def _module_fixture(item: pytest.Item) -> bool:
-    """Whether the test uses a module-scoped fixture of its own module (built once per worker that runs the module's
-    tests: the module's tests stay in one worker, so it is built once)."""
-    info = getattr(item, "_fixtureinfo", None)
-    for name in info.names_closure if info is not None else ():
-        defs = info.name2fixturedefs.get(name)
-        if defs and defs[-1].scope == "module" and defs[-1].func.__module__ == item.module.__name__:
-            return True
-    return False
+# ``make test`` runs pytest-xdist with ``--dist loadscope``: a module's tests run in one worker, in order, so a
+# module-scoped fixture is built once and its tests may build on each other. (``--dist loadgroup`` with
+# ``xdist_group`` marks added here did not group anything under pytest 9: pytest-xdist 3.8 appends the group to
+# ``item._nodeid``, which pytest 9 no longer reads.) A session fixture is built once per worker that uses it.
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        groups = [group for fixture, group in SHARED_FIXTURES.items() if fixture in item.fixturenames]
-        if not groups and _module_fixture(item):
-            groups = [f"module:{item.module.__name__}"]
-        if groups:
-            item.add_marker(pytest.mark.xdist_group(groups[0]))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
