@@ -43,11 +43,10 @@ def serving_added_latency_p50() -> Result:
     runs = {}
     with serve_process(config_with()) as base:
         for client in ("raw", "httpx", "raw"):  # the lean client around httpx: the later raw run is kept
-            load(base, body, 1, 50, 30, client)  # warm-up
-            runs[client] = load(base, body, 1, 300, 60, client)
-    for client, run in runs.items():
-        if run.failed:
-            raise RuntimeError(f"{client}: {run.failed} of {len(run.statuses)} requests failed")
+            for run in (load(base, body, 1, 50, 30, client), load(base, body, 1, 300, 60, client)):  # warm-up, run
+                if run.failed:
+                    raise RuntimeError(f"{client}: {run.failed} of {len(run.statuses)} requests failed")
+            runs[client] = run
     http, local = float(np.median(runs["raw"].latencies_s)) * 1000, float(np.median(inproc)) * 1000
     pooled = float(np.median(runs["httpx"].latencies_s)) * 1000
     return Result(http - local, "ms", f"HTTP p50 {http:.2f} ms vs in-process p50 {local:.2f} ms "
