@@ -1,23 +1,28 @@
-"""Helpers of ``LocalStore``: content-addressed object files and the sqlite metadata database."""
+"""Helpers of ``LocalStore``: the sqlite metadata database (the content-addressed objects and trees are in
+``_local_objects``, re-exported here)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
-import mmap
-import os
 import sqlite3
-import tempfile
 from collections import deque
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
 from pathlib import Path
 
-from mlassets.core.data.store.base import Change, Commit, NotFound
-
-# path -> (sha256 hex, size in bytes)
-Tree = dict[str, tuple[str, int]]
+from mlassets.core.data.store._local_objects import Tree as Tree
+from mlassets.core.data.store._local_objects import canonical as canonical
+from mlassets.core.data.store._local_objects import diff_trees as diff_trees
+from mlassets.core.data.store._local_objects import get_object as get_object
+from mlassets.core.data.store._local_objects import get_tree as get_tree
+from mlassets.core.data.store._local_objects import holds as holds
+from mlassets.core.data.store._local_objects import merge_trees as merge_trees
+from mlassets.core.data.store._local_objects import object_path as object_path
+from mlassets.core.data.store._local_objects import put_object as put_object
+from mlassets.core.data.store._local_objects import put_object_file as put_object_file
+from mlassets.core.data.store._local_objects import put_tree as put_tree
+from mlassets.core.data.store.base import Commit, NotFound
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS repos (
@@ -31,130 +36,6 @@ CREATE TABLE IF NOT EXISTS branches (
 CREATE TABLE IF NOT EXISTS tags (
     repo TEXT NOT NULL, name TEXT NOT NULL, commit_id TEXT NOT NULL, PRIMARY KEY (repo, name));
 """
-
-
-def canonical(value: object) -> bytes:
-    """Deterministic JSON bytes (sorted keys, no whitespace)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def diff_trees(a: Tree, b: Tree) -> list[Change]:
-    """What changed from tree ``a`` to tree ``b``, sorted by path."""
-    changes = [Change(p, "removed") for p in a.keys() - b.keys()]
-    changes += [Change(p, "added") for p in b.keys() - a.keys()]
-    changes += [Change(p, "changed") for p in a.keys() & b.keys() if a[p][0] != b[p][0]]
-    return sorted(changes, key=lambda c: c.path)
-
-
-def merge_trees(base: Tree, theirs: Tree, ours: Tree) -> tuple[Tree, list[str]]:
-    """Three-way merge of trees: (merged tree, sorted conflicting paths)."""
-    merged: Tree = {}
-    conflicts: list[str] = []
-    for path in sorted(base.keys() | theirs.keys() | ours.keys()):
-        b, t, o = base.get(path), theirs.get(path), ours.get(path)
-        if t == o or t == b:
-            result = o
-        elif o == b:
-            result = t
-        else:
-            conflicts.append(path)
-            continue
-        if result is not None:
-            merged[path] = result
-    return merged, conflicts
-
-
-# ---------------------------------------------------------------- objects
-
-
-def object_path(objects: Path, sha: str) -> Path:
-    return objects / sha[:2] / sha[2:]
-
-
-def put_object(objects: Path, data: bytes) -> tuple[str, int]:
-    """Store ``data`` once under its sha256 (temp file + fsync + ``os.replace``); return (sha, size)."""
-    data = bytes(data)
-    sha = hashlib.sha256(data).hexdigest()
-    target = object_path(objects, sha)
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    return sha, len(data)
-
-
-def put_object_file(objects: Path, source: Path, chunk: int = 1 << 20) -> tuple[str, int]:
-    """Store the file ``source`` once under its sha256, streamed in chunks (never held whole); return (sha, size)."""
-    digest, size = hashlib.sha256(), 0
-    with open(source, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-            size += len(block)
-    sha = digest.hexdigest()
-    target = object_path(objects, sha)
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as out, open(source, "rb") as f:
-                while block := f.read(chunk):
-                    out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    return sha, size
-
-
-def get_object(objects: Path, sha: str) -> bytes:
-    return object_path(objects, sha).read_bytes()
-
-
-def holds(objects: Path, sha: str, data: bytes) -> bool:
-    """Whether the object ``sha`` holds exactly ``data``: a byte compare, cheaper than hashing ``data``.
-
-    The file is mapped, not copied; ``find`` of a needle as long as the haystack can only match at 0.
-    """
-    try:
-        fd = os.open(os.path.join(objects, sha[:2], sha[2:]), os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        if os.fstat(fd).st_size != len(data):
-            return False
-        if not data:
-            return True
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
-            return mapped.find(data) == 0
-    finally:
-        os.close(fd)
-
-
-def put_tree(objects: Path, tree: Mapping[str, tuple[str, int]]) -> str:
-    return put_object(objects, canonical({p: list(v) for p, v in tree.items()}))[0]
-
-
-@lru_cache(maxsize=256)
-def _load_tree(objects: Path, sha: str) -> tuple[tuple[str, tuple[str, int]], ...]:
-    raw = json.loads(get_object(objects, sha))
-    return tuple((p, (v[0], int(v[1]))) for p, v in raw.items())
-
-
-def get_tree(objects: Path, sha: str) -> Tree:
-    """A fresh (mutable) copy of the tree stored under ``sha``."""
-    return dict(_load_tree(objects, sha))
 
 
 # ---------------------------------------------------------------- database

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.data.store import _local_db as db
+from mlassets.core.data.store._local_objects import _load_tree
 from mlassets.core.data.store.base import validate_repo
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def referenced_objects(conn: sqlite3.Connection, objects: Path) -> set[str]:
     out: set[str] = set()
     for (tree,) in conn.execute("SELECT DISTINCT tree FROM commits"):
         out.add(tree)
-        out.update(sha for sha, _ in dict(db._load_tree(objects, tree)).values())
+        out.update(sha for sha, _ in dict(_load_tree(objects, tree)).values())
     return out
 
 
