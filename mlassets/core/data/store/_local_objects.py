@@ -8,9 +8,10 @@ import json
 import mmap
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 from mlassets.core.data.store.base import Change
 
@@ -56,24 +57,30 @@ def object_path(objects: Path, sha: str) -> Path:
     return objects / sha[:2] / sha[2:]
 
 
+def _write_once(target: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write ``target`` unless it exists: into a temporary file beside it, fsynced, then ``os.replace``d (a reader
+    sees the whole object or none; a failed write leaves no temporary file)."""
+    if target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def put_object(objects: Path, data: bytes) -> tuple[str, int]:
-    """Store ``data`` once under its sha256 (temp file + fsync + ``os.replace``); return (sha, size)."""
+    """Store ``data`` once under its sha256; return (sha, size)."""
     data = bytes(data)
     sha = hashlib.sha256(data).hexdigest()
-    target = object_path(objects, sha)
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    _write_once(object_path(objects, sha), lambda out: out.write(data))
     return sha, len(data)
 
 
@@ -85,21 +92,13 @@ def put_object_file(objects: Path, source: Path, chunk: int = 1 << 20) -> tuple[
             digest.update(block)
             size += len(block)
     sha = digest.hexdigest()
-    target = object_path(objects, sha)
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as out, open(source, "rb") as f:
-                while block := f.read(chunk):
-                    out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+
+    def copy(out: BinaryIO) -> None:
+        with open(source, "rb") as f:
+            while block := f.read(chunk):
+                out.write(block)
+
+    _write_once(object_path(objects, sha), copy)
     return sha, size
 
 
