@@ -49,9 +49,13 @@ def key_hashes(frame: pl.DataFrame | pd.DataFrame, key: list[str]) -> np.ndarray
 
 
 def _repeated(hashes: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The ids whose hash occurs more than once, sorted."""
+    """The ids whose hash occurs more than once, sorted (counting distinct hashes first: with none repeated, as
+    is usual, nothing is sorted)."""
     import numpy as np
+    import polars as pl
 
+    if pl.Series(hashes).n_unique() == len(hashes):
+        return np.empty(0, dtype=np.int64)
     ordered = np.sort(hashes)
     twice = ordered[1:][ordered[1:] == ordered[:-1]]
     if not twice.size:

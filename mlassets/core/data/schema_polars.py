@@ -84,6 +84,18 @@ def _coerced(values: pl.Series, spec: ColumnSpec) -> pl.Series:
     return pl.Series(values.name, [None] * len(values), dtype=_dtype(spec))  # nothing of this type reads as one
 
 
+def _always_casts(dtype: pl.DataType, spec: ColumnSpec) -> bool:
+    """Whether every present value of ``dtype`` has a value of the declared type (``_coerced`` of a number is a
+    number but for NaN, which is missing anyway; text stays text; a time stays a time): no row can fail the cast."""
+    import polars as pl
+
+    if spec.dtype in ("int", "float"):
+        return dtype.is_numeric() or dtype == pl.Boolean
+    if spec.dtype == "str":
+        return dtype == pl.String
+    return isinstance(dtype, pl.Datetime) or dtype == pl.Date
+
+
 def coerce(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> tuple[pl.DataFrame, dict[str, pl.Series]]:
     """``(the declared columns present, in their types; per column, the rows whose value is not of its type)``."""
     import polars as pl
@@ -94,12 +106,14 @@ def coerce(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> tuple[pl.Data
             continue
         values = frame[name]
         cast = _coerced(values, spec)
+        out.append(cast)
+        if _always_casts(values.dtype, spec):
+            continue
         failed = values.is_not_null() & cast.is_null()
         if values.dtype.is_float():
             failed = failed & values.is_not_nan()
         if failed.any():
             bad[name] = failed
-        out.append(cast)
     return pl.DataFrame(out), bad
 
 

@@ -19,6 +19,7 @@ from mlassets.core.records import Record
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from mlassets.core.config import DatasetConfig
@@ -143,24 +144,53 @@ def calendar_days(values: pd.Series) -> set:
     return set(days.drop_duplicates())  # a few hundred Timestamps, not one per row
 
 
+DAY_UNITS = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def _arrow_numbers(column: pa.ChunkedArray) -> np.ndarray:
+    """``numbers`` of an Arrow column: a numeric one in Arrow (missing and NaN left out), any other by pandas."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        return numbers(column.to_pandas())
+    values = pc.drop_null(column).cast(pa.float64()).to_numpy()
+    return values[~np.isnan(values)] if pa.types.is_floating(column.type) else values
+
+
+def _arrow_days(column: pa.ChunkedArray) -> set:
+    """``calendar_days`` of an Arrow column: a UTC or naive timestamp's days counted from the epoch in Arrow (a
+    file's column has one type, so its batches agree), any other by pandas."""
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if not pa.types.is_timestamp(kind) or kind.tz not in (None, "UTC", "+00:00", "Etc/UTC"):
+        return calendar_days(column.to_pandas())
+    ticks = pl.Series(pc.drop_null(column).cast(pa.int64()).to_numpy())
+    return set((ticks // DAY_UNITS[kind.unit]).unique().to_list())  # floor division: days before 1970 too
+
+
 def summarize_reader(partition: str, reader: pq.ParquetFile, target: str, budget_mb: int,
                      time_column: str = "") -> PartitionSummary:
     """A partition's summary from its main table's Parquet, reading only the target column (and the time column's
     days) in batches (the values are kept, 8 bytes a row, so that the quantiles are exact)."""
     import numpy as np
 
-    from mlassets.core.data.batches import iter_frames
+    from mlassets.core.data.batches import iter_tables
 
     rows = reader.metadata.num_rows
     names = reader.schema_arrow.names
     timed = time_column if time_column and time_column in names else ""
     columns = [c for c in (target, timed) if c and c in names]
     parts, days = [], set()
-    for frame in iter_frames(reader, budget_mb, columns) if columns else ():
-        if target in frame:
-            parts.append(numbers(frame[target]))
+    for table in iter_tables(reader, budget_mb, columns) if columns else ():
+        if target in table.column_names:
+            parts.append(_arrow_numbers(table.column(target)))
         if timed:
-            days |= calendar_days(frame[timed])
+            days |= _arrow_days(table.column(timed))
     if target not in names:
         return PartitionSummary(partition=partition, rows=rows, target=TargetStats.of_values(None), days=len(days))
     values = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)

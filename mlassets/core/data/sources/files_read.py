@@ -135,6 +135,18 @@ def iter_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSp
             raise FileRejected([missing_target_line(target, path, absent[0] + first_row, absent[1])])
 
 
+def coerced_batches(path: Path, columns: Mapping[str, ColumnSpec],
+                    rows: int) -> Iterator[tuple[pa.Table, pa.Table, Problems]]:
+    """A Parquet file's batches of ``rows`` rows, each as read (headers cleaned) and as coerced (``iter_table``'s
+    steps, without its verdicts: the caller judges)."""
+    seen = 0
+    for batch in _read(path, "parquet", rows=rows):
+        read = batch.rename_columns(clean_names(batch.column_names, path))
+        out, problems, _ = _coerced(batch, columns, path, seen)
+        seen += len(batch)
+        yield read, out, problems
+
+
 def read_table(template: str, key: str, fmt: str, columns: Mapping[str, ColumnSpec],
                notes: list[str] | None = None, missing: Sequence[str] = ("",), target: str = "") -> pd.DataFrame:
     """One table of a partition from its file(s), coerced to ``columns``, all in memory (``iter_table``)."""
