@@ -155,7 +155,7 @@ def _arrow_numbers(column: pa.ChunkedArray) -> np.ndarray:
 
     if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
         return numbers(column.to_pandas())
-    values = pc.drop_null(column).cast(pa.float64()).to_numpy()
+    values = pc.drop_null(column).cast(pa.float64(), safe=False).to_numpy()  # rounded as pandas rounds
     return values[~np.isnan(values)] if pa.types.is_floating(column.type) else values
 
 

@@ -113,11 +113,12 @@ def test_the_summary_counted_in_arrow_is_the_one_pandas_counts(tmp_path: Path, t
     ints = pa.array(np.where(rng.random(n) < 0.05, None, rng.integers(-50, 50, n)).tolist(), pa.int64())
     floats = rng.normal(10, 3, n)
     floats[rng.random(n) < 0.02] = np.nan
-    table = pa.table({"when": times, "ints": ints, "floats": pa.array(floats),
+    big = pa.array([2**53 + 1 + i for i in range(n)], pa.int64())  # beyond float64's integers: rounded, not refused
+    table = pa.table({"when": times, "ints": ints, "big": big, "floats": pa.array(floats),
                       "text": pa.array([str(v) for v in rng.integers(0, 9, n)])})
     path = tmp_path / "t.parquet"
     pq.write_table(table, path, row_group_size=3000)
-    for target in ("ints", "floats", "text"):
+    for target in ("ints", "big", "floats", "text"):
         got = summarize_reader(MONTH, pq.ParquetFile(path), target, 1, "when")
         want = _frame_summary(table, target, "when")
         assert (got.rows, got.days, got.target.count) == (want.rows, want.days, want.target.count)
