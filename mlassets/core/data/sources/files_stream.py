@@ -63,7 +63,7 @@ def _as_is(copy: Path, columns: dict[str, ColumnSpec], budget_mb: int, target: s
 
 
 def _copied_as_is(source: FilesSource, name: str, template: str, key: str, directory: Path,
-                  target: str) -> Path | None:
+                  columns: dict[str, ColumnSpec], target: str) -> Path | None:
     """The table's one Parquet file copied to ``directory/<name>.parquet`` if it is already what coercion writes
     (``_as_is``), else None (and no copy left)."""
     ds = source.ds
@@ -71,7 +71,6 @@ def _copied_as_is(source: FilesSource, name: str, template: str, key: str, direc
     parquet = ds.format == "parquet" or (ds.format == "auto" and files[0].name.lower().endswith(PARQUET))
     if len(files) != 1 or not parquet:
         return None
-    columns = ds.columns if name == source.main_table else ds.tables[name].columns
     kept = (ds.partition_column, key, ds.partitions.pattern) if name == source.main_table else ("", "", "")
     copy = directory / f"{name}.parquet"
     shutil.copyfile(files[0], copy)  # read once it is ours: what is checked is what is stored
@@ -94,14 +93,14 @@ def write_tables(source: FilesSource, key: str, directory: Path, override: str |
     columns = {source.main_table: ds.columns, **{n: s.columns for n, s in ds.tables.items()}}
     out = {}
     for name, template in source.templates(override).items():
-        rows = batch_rows(ds.memory_budget_mb, CELL_BYTES * max(1, len(columns[name])))
-        hints = {c: arrow_type(spec.dtype) for c, spec in columns[name].items()}
-        writer = TableWriter(directory / f"{name}.parquet", hints=hints)
         target = ds.target if name == source.main_table and not ds.drop_missing_target else ""
-        as_is = _copied_as_is(source, name, template, key, directory, target)
+        as_is = _copied_as_is(source, name, template, key, directory, columns[name], target)
         if as_is is not None:
             out[name] = as_is
             continue
+        rows = batch_rows(ds.memory_budget_mb, CELL_BYTES * max(1, len(columns[name])))
+        hints = {c: arrow_type(spec.dtype) for c, spec in columns[name].items()}
+        writer = TableWriter(directory / f"{name}.parquet", hints=hints)
         for batch in iter_table(template, key, ds.format, columns[name], source.notes, ds.missing_values, rows,
                                 target, ds.memory_budget_mb):
             if name == source.main_table and ds.partition_column:
