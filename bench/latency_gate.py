@@ -26,7 +26,7 @@ from mlassets.core.evaluate.rules import latency_rules
 from mlassets.core.evaluate.score import latency_sample, measure_models
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, save_bundle
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 RUNS = 20
 

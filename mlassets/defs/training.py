@@ -104,13 +104,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core import tracking
         from mlassets.core.data.mlflow_dataset import log_data_version
         from mlassets.core.registry.warm import verified_bundle
-        from mlassets.core.train import metrics as run_log
+        from mlassets.core.train import metric_sinks as run_log
         from mlassets.core.train import mlflow_model
-        from mlassets.core.train.budget import REFUSED, read_refusal
         from mlassets.core.train.entry import read_result
         from mlassets.core.train.failure import FAILURE, read_failure
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
-        from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
+        from mlassets.core.train.metric_sinks import RUN_ID, TRACKING_URI
+        from mlassets.core.train.torch_run.run_budget import REFUSED, read_refusal
         from mlassets.core.train.workfiles import finished
         from mlassets.core.tune.apply import tuned_config
 

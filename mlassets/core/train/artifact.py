@@ -23,7 +23,7 @@ from opentelemetry import trace
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train import plugin_code
 from mlassets.core.train.family import family_of
-from mlassets.core.train.spec import FeatureSpec, output_size
+from mlassets.core.train.feature_spec import FeatureSpec, output_size
 
 FORMAT_VERSION = 2  # 2: any family (1: the MLP only, still read)
 WEIGHTS = "weights.pt"  # the torch families' model file (format 1 bundles have no other)
@@ -101,7 +101,7 @@ def postprocess(out: np.ndarray, task: str, center: float, scale: float, low: fl
 
 def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int, out_features: int = 1):
     """The built-in network described by a ``ModelConfig`` dict (the ``mlp`` family)."""
-    from mlassets.core.train.model import TabularMLP
+    from mlassets.core.train.torch_run.mlp import TabularMLP
 
     return TabularMLP(
         cardinalities,

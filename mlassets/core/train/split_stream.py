@@ -1,12 +1,12 @@
 """The training input of the torch families and of the boosted trees: the splits read from their Parquet files, never
-more of them at once than the loader's window (``batches.Batches``; the trees' ``trees_stream.SplitRows``).
+more of them at once than the loader's window (``global_batches.Batches``; the trees' ``trees.rows.SplitRows``).
 
 One pass over the training split's Parquet row groups fits the preprocessing (vocabularies; numeric means and
 standard deviations from sums; the target's median and spread from mergeable quantile summaries, exact when the split
 is one row group) and counts the rows; the validation split is counted (and checked) from its target column. With
 ``training.loader: memory`` the loader's window is the whole split, decoded once and kept, and the validation split's
 chunks are kept after their first read: the same code, one window. (The boosted trees fit their one window's
-preprocessing again at once from the kept rows: ``trees_stream``.)
+preprocessing again at once from the kept rows: ``trees.rows``.)
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.summary import TargetStats
 from mlassets.core.features.preprocess import Preprocessor, category_key, numeric_values
+from mlassets.core.train.feature_spec import FeatureSpec, output_size
 from mlassets.core.train.reporting import Reporter
-from mlassets.core.train.spec import FeatureSpec, output_size
 from mlassets.core.train.splits import _check_binary, check_split, class_label
 
 if TYPE_CHECKING:  # the boosted trees read this module too: torch only where a tensor is made
@@ -135,7 +135,7 @@ def frames(path: str, columns: list[str], rows: int, row_groups: list[int] | Non
 
 
 def bound_allocators() -> None:
-    """Make a torch training process's memory follow its windows, not its rows: ``batches.Batches`` decodes a
+    """Make a torch training process's memory follow its windows, not its rows: ``global_batches.Batches`` decodes a
     window in its reader thread and the loop frees it in its own. Arrow allocates from the system
     allocator (its default pool, mimalloc, kept what such frees gave back), and glibc keeps two malloc arenas, not
     one per thread (each thread's arena held freed windows). One epoch's peak at 20M rows was 0.60-0.68 GiB from run

@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.train import distributed as dd
-from mlassets.core.train.loader import as_tensors
-from mlassets.core.train.loop import Trainer
 from mlassets.core.train.objectives import VAL_METRIC
 from mlassets.core.train.splits import Splits
+from mlassets.core.train.torch_run import distributed as dd
+from mlassets.core.train.torch_run.loader import as_tensors
+from mlassets.core.train.torch_run.loop import Trainer
 
 
 class _Sink:

@@ -3,7 +3,7 @@ window is the whole split when it fits (``training.loader: memory``).
 
 ``stream.scan`` fits the preprocessing in one pass over the training split (as for the networks). Each split is then
 read forward from its Parquet file, ``training.stream_window_rows`` rows at a time, through that preprocessing into a
-float64 matrix of just those rows (category codes, then standardized numerics: ``trees_common.matrix``). LightGBM
+float64 matrix of just those rows (category codes, then standardized numerics: ``common.matrix``). LightGBM
 reads a split as a ``lightgbm.Sequence`` (``SplitRows``: its sampled rows for the bin bounds, then every row pushed in
 file order; the validation split binned by the training split's bounds), XGBoost as a ``DataIter`` over
 ``SplitRows.batches`` into a ``QuantileDMatrix`` (the validation one quantized by the training one's cuts). The
@@ -31,10 +31,10 @@ import pandas as pd
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.families.trees_common import matrix
 from mlassets.core.train.reporting import Reporter
+from mlassets.core.train.split_stream import StreamData, frames, scan
 from mlassets.core.train.splits import Splits, target_scaling
-from mlassets.core.train.stream import StreamData, frames, scan
+from mlassets.core.train.trees.common import matrix
 
 Batch = tuple[np.ndarray, np.ndarray]  # rows as one float64 matrix, their targets
 Reader = Callable[[], Iterator[Batch]]  # a split's batches, in file order, from its start

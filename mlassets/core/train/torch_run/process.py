@@ -26,20 +26,20 @@ import torch
 
 from mlassets.core import lineage
 from mlassets.core.config import parse_config
-from mlassets.core.train import distributed as dd
-from mlassets.core.train import telemetry
 from mlassets.core.train.artifact import MANIFEST, WEIGHTS, ModelBundle, save_bundle
-from mlassets.core.train.checkpoint_files import next_attempt
+from mlassets.core.train.checkpoint.files import next_attempt
 from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F401 - re-exported
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.loader import load_training_data
-from mlassets.core.train.loop import Trainer
-from mlassets.core.train.metrics import open_sink
-from mlassets.core.train.preempt import Preempted, record_preemption
+from mlassets.core.train.metric_sinks import open_sink
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
-from mlassets.core.train.stream import StreamData
+from mlassets.core.train.split_stream import StreamData
+from mlassets.core.train.torch_run import distributed as dd
+from mlassets.core.train.torch_run import timing
+from mlassets.core.train.torch_run.loader import load_training_data
+from mlassets.core.train.torch_run.loop import Trainer
+from mlassets.core.train.torch_run.preempt import Preempted, record_preemption
 
 
 def state_sha256(state: dict[str, torch.Tensor]) -> str:
@@ -83,7 +83,7 @@ def _outputs(job: TrainJob, data: StreamData, trainer: Trainer, outcome: dict[st
         final_weights_sha256=state_sha256(outcome["final_state"]), model_dir=str(model_dir),
         checkpoints=checkpoints, final_checkpoint=by_step.get(trainer.progress.step, {}).get("path"),
         best_checkpoint=by_step.get(outcome["best_step"], {}).get("path"),
-        telemetry_dir=str((out_dir / "telemetry").resolve()), telemetry=telemetry.summary(out_dir / "telemetry"),
+        telemetry_dir=str((out_dir / "telemetry").resolve()), telemetry=timing.summary(out_dir / "telemetry"),
         family=cfg.model.family, model_code=trainer.model_code,
     )
     tmp = out_dir / "result.json.tmp"

@@ -14,20 +14,20 @@ import torch
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.fleet import heartbeat
-from mlassets.core.train import distributed as dd
 from mlassets.core.train.artifact import load_bundle
-from mlassets.core.train.budget import BudgetProbe
-from mlassets.core.train.checkpoint import PREFIX, Checkpointer, best_checkpoint, list_checkpoints, step_dirs
+from mlassets.core.train.checkpoint.manager import PREFIX, Checkpointer, best_checkpoint, list_checkpoints, step_dirs
+from mlassets.core.train.checkpoint.state import Progress, capture, load_model_weights, restore, resume_key
 from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import Faults
-from mlassets.core.train.loader import TabularData, build_loader
-from mlassets.core.train.metrics import MetricsSink
+from mlassets.core.train.metric_sinks import MetricsSink
 from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_losses
-from mlassets.core.train.preempt import Preempted, PreemptionFlag
-from mlassets.core.train.profiling import start_profiler
-from mlassets.core.train.state import Progress, capture, load_model_weights, restore, resume_key
-from mlassets.core.train.stream import StreamData
-from mlassets.core.train.telemetry import StepLog, SyncTimer, aggregate, gpu_sample
+from mlassets.core.train.split_stream import StreamData
+from mlassets.core.train.torch_run import distributed as dd
+from mlassets.core.train.torch_run.loader import TabularData, build_loader
+from mlassets.core.train.torch_run.preempt import Preempted, PreemptionFlag
+from mlassets.core.train.torch_run.profiling import start_profiler
+from mlassets.core.train.torch_run.run_budget import BudgetProbe
+from mlassets.core.train.torch_run.timing import StepLog, SyncTimer, aggregate, gpu_sample
 
 LOADER_SPAN = "enumerate(DataLoader)#Batches.__next__"  # as torch's DataLoader names its own (the profile reads it)
 EVAL_BATCH = 16_384  # validation rows per forward pass: their activations are the transient peak of an epoch's end

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from torch import nn
 
 from mlassets.core.config import TrainingConfig
-from mlassets.core.train.telemetry import SyncTimer, timed_allreduce
+from mlassets.core.train.torch_run.timing import SyncTimer, timed_allreduce
 
 
 @dataclass

@@ -42,7 +42,7 @@ class PreemptionFlag:
             return False
         if not getattr(env, "distributed", False):
             return self.signalled
-        from mlassets.core.train import distributed as dd
+        from mlassets.core.train.torch_run import distributed as dd
 
         return dd.all_max([float(self.signalled)], env)[0] > 0  # type: ignore[arg-type]
 

@@ -25,9 +25,9 @@ from torch.distributed.checkpoint.state_dict import (
     set_state_dict,
 )
 
-from mlassets.core.train.checkpoint import load_tensors, read_meta
-from mlassets.core.train.checkpoint_files import resume_key
-from mlassets.core.train.distributed import DistEnv
+from mlassets.core.train.checkpoint.files import resume_key
+from mlassets.core.train.checkpoint.manager import load_tensors, read_meta
+from mlassets.core.train.torch_run.distributed import DistEnv
 
 __all__ = ["Progress", "capture", "load_model_weights", "restore", "resume_key", "rng_state", "set_rng_state",
            "tensor_state"]

@@ -18,9 +18,9 @@ import numpy as np
 from mlassets.core import lineage
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.model import tree_params
-from mlassets.core.train.families.trees_common import chunk_seed, label, matrix
-from mlassets.core.train.families.trees_stream import SplitRows, TreeSplits
 from mlassets.core.train.objectives import resolve_loss
+from mlassets.core.train.trees.common import chunk_seed, label, matrix
+from mlassets.core.train.trees.rows import SplitRows, TreeSplits
 
 MODEL_FILE = "model.ubj"
 OBJECTIVES = {"l1": "reg:absoluteerror", "mse": "reg:squarederror", "huber": "reg:pseudohubererror",

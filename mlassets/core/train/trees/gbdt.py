@@ -1,7 +1,7 @@
 """The boosted-trees families: ``lightgbm`` and ``xgboost``, one process each, no torch.
 
-Both train through ``trees_run`` (chunks of rounds, a checkpoint per chunk, exact resume, early stopping on the
-validation split, step telemetry) and differ only in their library module (``trees_lightgbm``, ``trees_xgboost``):
+Both train through ``trees.process`` (chunks of rounds, a checkpoint per chunk, exact resume, early stopping on the
+validation split, step telemetry) and differ only in their library module (``lightgbm_lib``, ``xgboost_lib``):
 parameters, native categorical features, the native model file (``model.txt``, ``model.ubj``; never a pickle) and
 MLflow's own flavor for the logged booster.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mlassets.core.config.automation import TREE_TUNABLE
-from mlassets.core.train.spec import FeatureSpec
+from mlassets.core.train.feature_spec import FeatureSpec
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig
@@ -42,7 +42,7 @@ class TreeFamily:
         raise NotImplementedError(f"family {self.name!r} trains from scratch (supports_warm_start is false)")
 
     def lib(self) -> ModuleType:
-        return importlib.import_module(f"mlassets.core.train.families.trees_{self.library}")
+        return importlib.import_module(f"mlassets.core.train.trees.{self.library}_lib")
 
     def check(self, cfg: PipelineConfig) -> None:
         if importlib.util.find_spec(self.library) is None:
@@ -50,9 +50,9 @@ class TreeFamily:
                              f"{self.library})")
 
     def train(self, job: TrainJob, reporter: Reporter, hard_crash: bool) -> TrainingResult | None:
-        from mlassets.core.train.families import trees_run
+        from mlassets.core.train.trees import process
 
-        return trees_run.train(self.lib(), self.name, job, reporter, hard_crash)
+        return process.train(self.lib(), self.name, job, reporter, hard_crash)
 
     def save(self, model: Any, directory: Path) -> None:
         self.lib().save(model, Path(directory) / self.weights_file)
@@ -78,9 +78,9 @@ class TreeFamily:
 
     def fit_trial(self, cfg: PipelineConfig, splits: Splits, out_dir: Path, data_version: str,
                   report: Callable[[int, float], None]) -> float:
-        from mlassets.core.train.families import trees_run
+        from mlassets.core.train.trees import process
 
-        return trees_run.fit_trial(self.lib(), cfg, splits, report)
+        return process.fit_trial(self.lib(), cfg, splits, report)
 
     def recorded(self, cfg: PipelineConfig) -> dict[str, str]:
         return {}

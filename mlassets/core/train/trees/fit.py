@@ -19,17 +19,17 @@ from typing import Protocol
 
 import numpy as np
 
-from mlassets.core.train.families.trees_checkpoint import Progress, TreeCheckpoints
-from mlassets.core.train.families.trees_stream import TreeSplits
-from mlassets.core.train.metrics import MetricsSink, NullSink
+from mlassets.core.train.checkpoint.trees import Progress, TreeCheckpoints
+from mlassets.core.train.metric_sinks import MetricsSink, NullSink
 from mlassets.core.train.objectives import VAL_METRIC, validation_metric
 from mlassets.core.train.steplog import StepLog, aggregate
+from mlassets.core.train.trees.rows import TreeSplits
 
 NAN_GPU = (math.nan, math.nan)
 
 
 class Engine(Protocol):
-    """One library's side of the loop (``trees_lightgbm.Engine``, ``trees_xgboost.Engine``)."""
+    """One library's side of the loop (``lightgbm_lib.Engine``, ``xgboost_lib.Engine``)."""
 
     model_file: str
     carried: tuple[str, ...]  # the score arrays a checkpoint carries to the next chunk

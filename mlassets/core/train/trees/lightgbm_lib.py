@@ -17,9 +17,9 @@ import numpy as np
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.model import tree_params
-from mlassets.core.train.families.trees_common import chunk_seed, label, matrix
-from mlassets.core.train.families.trees_stream import SplitRows, TreeSplits
 from mlassets.core.train.objectives import resolve_loss
+from mlassets.core.train.trees.common import chunk_seed, label, matrix
+from mlassets.core.train.trees.rows import SplitRows, TreeSplits
 
 MODEL_FILE = "model.txt"
 OBJECTIVES = {"l1": "regression_l1", "mse": "regression", "huber": "huber", "bce": "binary",
@@ -78,7 +78,7 @@ class Engine:
         self.params = params(cfg, splits.task, max(len(splits.classes), 1), threads)
         categorical = list(range(len(splits.pre.categorical)))
         dataset = {k: self.params[k] for k in ("max_bin", "data_random_seed", "verbosity", "num_threads")}
-        lgb.Sequence.register(SplitRows)  # the rows a window at a time (``trees_stream``)
+        lgb.Sequence.register(SplitRows)  # the rows a window at a time (``rows``)
         x, x_val = splits.rows("train"), splits.rows("validation")
         self.train = lgb.Dataset(x, label=label(x.labels()), params=dataset, categorical_feature=categorical,
                                  free_raw_data=True).construct()

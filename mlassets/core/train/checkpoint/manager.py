@@ -27,10 +27,10 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata, StorageMeta
 
-from mlassets.core.train.checkpoint_files import PREFIX, publish, retain, step_dirs, verify, write_json, write_manifest
-from mlassets.core.train.checkpoint_files import set_aside as _set_aside
-from mlassets.core.train.distributed import DistEnv
-from mlassets.core.train.staging import Stager
+from mlassets.core.train.checkpoint.files import PREFIX, publish, retain, step_dirs, verify, write_json, write_manifest
+from mlassets.core.train.checkpoint.files import set_aside as _set_aside
+from mlassets.core.train.checkpoint.staging import Stager
+from mlassets.core.train.torch_run.distributed import DistEnv
 
 META = "meta.json"
 SLOW_WRITE_S = 0.1  # a save that waits longer for the previous one is reported (once per run)

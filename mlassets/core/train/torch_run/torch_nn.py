@@ -1,6 +1,6 @@
 """The torch families: ``mlp`` (the built-in network) and ``torch`` (a plug-in module), one loop for both.
 
-Both train through ``mlassets.core.train.process`` (torchrun, DDP or FSDP, exact resume, async checkpoints,
+Both train through ``mlassets.core.train.torch_run.process`` (torchrun, DDP or FSDP, exact resume, async checkpoints,
 telemetry, profiling, bf16 on GPU); they differ only in how the module is built.
 """
 
@@ -16,7 +16,7 @@ from torch import nn
 
 from mlassets.core.train import plugin
 from mlassets.core.train.artifact import WEIGHTS, build_model
-from mlassets.core.train.spec import FeatureSpec
+from mlassets.core.train.feature_spec import FeatureSpec
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig
@@ -44,7 +44,7 @@ class TorchFamily:
         return None
 
     def train(self, job: TrainJob, reporter: Reporter, hard_crash: bool) -> TrainingResult | None:
-        from mlassets.core.train.process import run_training
+        from mlassets.core.train.torch_run.process import run_training
 
         return run_training(job, reporter, hard_crash=hard_crash)
 
@@ -80,7 +80,7 @@ class TorchFamily:
 
     def fit_trial(self, cfg: PipelineConfig, splits: Splits, out_dir: Path, data_version: str,
                   report: Callable[[int, float], None]) -> float:
-        from mlassets.core.train.trial import fit_torch_trial
+        from mlassets.core.train.torch_run.trial import fit_torch_trial
 
         return fit_torch_trial(cfg, splits, out_dir, data_version, report)
 
@@ -89,7 +89,7 @@ class TorchFamily:
 
     def warm_start(self, bundle: ModelBundle, pre: Any, module: nn.Module) -> tuple[dict[str, torch.Tensor], list[str]]:
         """``module``'s state with ``bundle``'s weights mapped onto it, and the tensors left as seeded."""
-        from mlassets.core.train.warm_start import mapped_state
+        from mlassets.core.train.torch_run.warm_start import mapped_state
 
         return mapped_state(bundle, pre, module)
 

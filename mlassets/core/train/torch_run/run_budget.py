@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mlassets.core.config import TrainingConfig
 
 if TYPE_CHECKING:
-    from mlassets.core.train.distributed import DistEnv
+    from mlassets.core.train.torch_run.distributed import DistEnv
 
 PROBE_STEPS = 5  # steps measured before deciding (the first one, with its warm-up, is left out)
 REFUSED = "refused.json"
@@ -71,7 +71,7 @@ class BudgetProbe:
         self.times.append(seconds)
         if len(self.times) < PROBE_STEPS and done_steps < self.total_steps:
             return
-        from mlassets.core.train.distributed import broadcast_int  # torch: the training process has it loaded
+        from mlassets.core.train.torch_run.distributed import broadcast_int  # torch: the training process has it loaded
 
         refusal = over_budget(self.tr, self.total_steps, done_steps, self.times) if self.env.is_main else None
         self.times = None

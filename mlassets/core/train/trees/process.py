@@ -16,20 +16,20 @@ from mlassets.core import lineage
 from mlassets.core.config import PipelineConfig, parse_config
 from mlassets.core.config.model import tree_params
 from mlassets.core.train.artifact import MANIFEST, ModelBundle, save_bundle
-from mlassets.core.train.checkpoint_files import next_attempt, resume_key
+from mlassets.core.train.checkpoint.files import next_attempt, resume_key
+from mlassets.core.train.checkpoint.trees import Progress, TreeCheckpoints
 from mlassets.core.train.entry import CRASH_EXIT, RESULT
-from mlassets.core.train.families.trees_checkpoint import Progress, TreeCheckpoints
-from mlassets.core.train.families.trees_common import rounds_per_checkpoint
-from mlassets.core.train.families.trees_fit import Plan, Timing, Watch, describe, fit
-from mlassets.core.train.families.trees_stream import TreeSplits, one_window, read_tree_splits
 from mlassets.core.train.faults import Faults, InjectedCrash
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.metrics import open_sink
+from mlassets.core.train.metric_sinks import open_sink
 from mlassets.core.train.objectives import VAL_METRIC
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
 from mlassets.core.train.splits import Splits
 from mlassets.core.train.steplog import StepLog, summary
+from mlassets.core.train.trees.common import rounds_per_checkpoint
+from mlassets.core.train.trees.fit import Plan, Timing, Watch, describe, fit
+from mlassets.core.train.trees.rows import TreeSplits, one_window, read_tree_splits
 
 REPORT_EVERY = 10  # a tuning trial reports its validation metric to the pruner every this many rounds
 
@@ -40,7 +40,7 @@ def plan_of(cfg: PipelineConfig) -> Plan:
 
 
 def train(lib: ModuleType, family: str, job: TrainJob, reporter: Reporter, hard_crash: bool) -> TrainingResult:
-    """Train ``job`` with ``lib`` (``trees_lightgbm`` or ``trees_xgboost``), resuming this run's newest checkpoint.
+    """Train ``job`` with ``lib`` (``lightgbm_lib`` or ``xgboost_lib``), resuming this run's newest checkpoint.
 
     An injected crash (``training.faults.crash_at_step``, a round) raises ``InjectedCrash``, or with ``hard_crash``
     ends the process at once (exit 75) like a real crash.

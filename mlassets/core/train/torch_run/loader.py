@@ -1,4 +1,4 @@
-"""Training data for the torch loop: the splits as the loader's sources, and the loader (``batches.Batches``).
+"""Training data for the torch loop: the splits as the loader's sources, and the loader (``global_batches.Batches``).
 
 ``training.loader`` says how much of the training split the loader holds: ``stream`` a window of about
 ``training.stream_window_rows`` rows of its row groups, ``memory`` (the default) one window of the whole split,
@@ -16,12 +16,12 @@ import torch
 
 from mlassets.core.config import PipelineConfig, TrainingConfig
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.batches import Batches
 from mlassets.core.train.faults import Faults
+from mlassets.core.train.feature_spec import FeatureSpec
 from mlassets.core.train.reporting import Reporter
-from mlassets.core.train.spec import FeatureSpec
+from mlassets.core.train.split_stream import StreamData, bound_allocators, scan
 from mlassets.core.train.splits import Splits, read_splits
-from mlassets.core.train.stream import StreamData, bound_allocators, scan
+from mlassets.core.train.torch_run.global_batches import Batches
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 

@@ -2,7 +2,7 @@
 
 ``step-<round>/`` holds the library's native model file (``model.txt``, ``model.ubj``), the carried score arrays as
 ``.npy`` (read with ``allow_pickle=False``), ``meta.json`` and a ``MANIFEST.json`` of sha256 sums, the same
-layout rule as the torch checkpoints (``checkpoint_files``), so the training asset verifies and commits them alike.
+layout rule as the torch checkpoints (``checkpoint.files``), so the training asset verifies and commits them alike.
 A checkpoint is written as ``.tmp-step-<round>/`` and renamed when complete; nothing in it depends on the clock, so
 a resumed run's checkpoints are byte-identical to an unkilled run's.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mlassets.core.train.checkpoint_files import (
+from mlassets.core.train.checkpoint.files import (
     PREFIX,
     publish,
     retain,
