@@ -17,14 +17,14 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
-from mlassets.core.registry.once import Made
+from mlassets.core.registry.made import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
 from mlassets.defs.fleet import preempted_failure, training_env, work_run_id
 from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
-from mlassets.defs.once import stop_reason, stopped
+from mlassets.defs.one_candidate import stop_reason, stopped
 from mlassets.defs.ops import dashboard_url
 from mlassets.defs.partitions import data_versions
 

@@ -18,13 +18,13 @@ def labels_text(model: str, file: Path, config: str | None) -> str:
     """Join ``file`` to the running test of ``model`` and say what the rule now sees; ``LabelsError`` or
     ``PromotionError`` when nothing was written."""
     from mlassets.core.evaluate.metrics import get_metric
-    from mlassets.core.evaluate.online import metric_rule
     from mlassets.core.evaluate.online_labels import LabelsError, LabelSpec, add_labels, online_dir
-    from mlassets.core.registry import online
+    from mlassets.core.evaluate.online_rule import metric_rule
+    from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
     from mlassets.serve.cli import find_config
 
-    test = online.running(model)
+    test = online_log.running(model)
     if test is None:
         raise PromotionError(f"model {model!r} has no online test running; labels join the running test's rows")
     cfg = find_config(model, config)

@@ -43,9 +43,9 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 def status_text(model: str, url: str) -> str:
     from mlassets.core.evaluate.metrics import get_metric
-    from mlassets.core.registry import online
+    from mlassets.core.registry import online_log
 
-    test = online.running(model)
+    test = online_log.running(model)
     if test is None:
         lines = [f"{model}: no online test running (mlassets history {model} shows the past ones)"]
     else:
@@ -74,7 +74,7 @@ def status_text(model: str, url: str) -> str:
 
 
 def cmd_online(args: argparse.Namespace) -> int:
-    from mlassets.core.registry import online
+    from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
 
     _connect()
@@ -85,18 +85,18 @@ def cmd_online(args: argparse.Namespace) -> int:
             print(status_text(args.model, args.url))
             return 0
         if args.action == "start":
-            entry = online.start(args.model, args.version, args.mode, reason=args.reason)
+            entry = online_log.start(args.model, args.version, args.mode, reason=args.reason)
             print(f"{args.model}: v{entry.to_version} started as {args.mode} against v{entry.from_version} "
                   f"(seq {entry.seq}); a running `mlassets serve {args.model}` picks it up at its next poll")
             return 0
-        test = online.running(args.model)
+        test = online_log.running(args.model)
         if test is None:
             raise PromotionError(f"model {args.model!r} has no online test running")
         reason = f"by hand: {args.reason}"
         if args.action == "promote":
-            entry = online.promote_candidate(args.model, test, reason)
+            entry = online_log.promote_candidate(args.model, test, reason)
         else:
-            entry = online.roll_back(args.model, test, reason)
+            entry = online_log.roll_back(args.model, test, reason)
         print(f"{args.model}: {entry.action} v{entry.to_version} (seq {entry.seq}): {entry.reason}")
         return 0
     except PromotionError as exc:

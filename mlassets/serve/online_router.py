@@ -1,6 +1,6 @@
 """The endpoint's side of an online test: the candidate loaded with the champion's checks, routed, measured, decided.
 
-The poll thread reads the promotion log (``core.registry.online``): a test that starts there is loaded through
+The poll thread reads the promotion log (``core.registry.online_log``): a test that starts there is loaded through
 ``load_version`` (a candidate that fails the checks is rolled back in the log with the reason, and alerted) and
 gets its own batcher. A ``canary`` answers a ``share`` of the requests, drawn per request;
 a failed canary pass is counted against it and the request is answered by the champion. A ``shadow`` scores
@@ -26,9 +26,9 @@ from typing import Any
 import pandas as pd
 
 from mlassets.core.config.serving import OnlineConfig
-from mlassets.core.evaluate.online import Decision, VariantStats, decide
 from mlassets.core.evaluate.online_labels import online_dir, read_labelled
-from mlassets.core.registry import online
+from mlassets.core.evaluate.online_rule import Decision, VariantStats, decide
+from mlassets.core.registry import online_log
 from mlassets.core.registry.promotion import PromotionError
 from mlassets.serve.batcher import Batcher, Runner, Stopped
 from mlassets.serve.load import ServedModel, ServingError, load_version
@@ -44,7 +44,7 @@ SHADOW_ROOT = "shadow_request"
 class Running:
     """A loaded online test: the candidate, its batcher, the two variants' stats and the canary counter."""
 
-    test: online.OnlineTest
+    test: online_log.OnlineTest
     model: ServedModel
     batcher: Batcher
     share: float
@@ -86,7 +86,7 @@ class Online:
     def poll(self) -> str:
         """Follow the log: ``none``, ``started``, ``running``, ``decided: <outcome>``, ``refused`` or ``ended``."""
         try:
-            test = online.running(self.name)
+            test = online_log.running(self.name)
         except PromotionError as exc:
             LOG.error("ALERT: the promotion log of %r is not trusted, the online test is paused: %s", self.name, exc)
             return "refused"
@@ -103,7 +103,7 @@ class Online:
             return self.decide()
         return "running"
 
-    def _load(self, test: online.OnlineTest) -> str:
+    def _load(self, test: online_log.OnlineTest) -> str:
         if self._refused == test.seq:
             return "refused"
         try:
@@ -113,7 +113,7 @@ class Online:
             reason = f"refused at load by the endpoint: {exc}"
             LOG.error("ALERT: online test of %s v%s: %s", self.name, test.candidate, reason)
             with _quiet():
-                online.roll_back(self.name, test, reason, who=self.who)
+                online_log.roll_back(self.name, test, reason, who=self.who)
             return "refused"
         batcher = Batcher(self.runner(model), self.max_batch_size, self.wait_ms)
         self._on_loop(_start(batcher))
@@ -135,9 +135,9 @@ class Online:
         reason = found.reason if not force else f"decided by hand ({force}); the rule said: {found.reason}"
         try:
             if outcome == "promote":
-                online.promote_candidate(self.name, run.test, reason, who=self.who)
+                online_log.promote_candidate(self.name, run.test, reason, who=self.who)
             else:
-                online.roll_back(self.name, run.test, reason, who=self.who)
+                online_log.roll_back(self.name, run.test, reason, who=self.who)
         except PromotionError as exc:
             LOG.warning("online test of %s v%s: %s", self.name, run.test.candidate, exc)
             return "running"

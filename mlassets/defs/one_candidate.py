@@ -1,4 +1,4 @@
-"""One candidate per data version, config and code from any door: the pipeline's own guard (``core.registry.once``).
+"""One candidate per data version, config and code from any door: the pipeline's own guard (``core.registry.made``).
 
 The training step asks before it trains, the registration step before it registers; a run that finds the candidate
 made already (or an earlier run of the same data version training now) trains or registers nothing, on purpose:
@@ -11,7 +11,7 @@ from __future__ import annotations
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.registry.once import AGAIN_TAG, Made, already, existing
+from mlassets.core.registry.made import AGAIN_TAG, Made, already, existing
 from mlassets.defs.jobs import STOPPED_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 

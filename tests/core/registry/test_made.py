@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from mlassets.core.registry.once import plugin_digest
+from mlassets.core.registry.made import plugin_digest
 from mlassets.core.train import plugin
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "penguin_net.py"

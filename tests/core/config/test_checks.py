@@ -1,4 +1,4 @@
-"""Every cross-field rule fails at load, naming the key path and the value (mlassets/core/config/rules.py)."""
+"""Every cross-field rule fails at load, naming the key path and the value (mlassets/core/config/checks.py)."""
 
 from __future__ import annotations
 

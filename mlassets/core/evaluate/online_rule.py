@@ -23,8 +23,8 @@ import numpy as np
 
 from mlassets.core.config.schema import GateConfig
 from mlassets.core.config.serving import OnlineConfig
+from mlassets.core.evaluate.gate_rules import limit_pct, pct
 from mlassets.core.evaluate.metrics import get_metric
-from mlassets.core.evaluate.rules import limit_pct, pct
 
 KEEP = 20_000  # the newest latencies and predictions kept per variant
 

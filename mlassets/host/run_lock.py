@@ -20,7 +20,7 @@ from pathlib import Path
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.registry.once import Made, existing
+from mlassets.core.registry.made import Made, existing
 from mlassets.defs.factory import pipeline_job_name
 from mlassets.defs.lookup import COMMIT_TAG, DATASET_TAG
 
@@ -50,7 +50,7 @@ class Existing:
 
 def existing_candidate(cfg: PipelineConfig, commit: str) -> Existing | None:
     """The newest model version mlassets registered from ``commit`` with this config and this code, if there is one
-    (the pipeline asks the same before it trains: ``core.registry.once``)."""
+    (the pipeline asks the same before it trains: ``core.registry.made``)."""
     found = existing(cfg.model.registered_name, Made.now(cfg, commit))
     return Existing(str(found.version), found.tags.get("dagster_run_id", "")) if found else None
 

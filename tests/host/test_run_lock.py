@@ -17,7 +17,7 @@ from mlassets.core import tracking
 from mlassets.core.config import load_config
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.host.instance import get_instance
-from mlassets.host.run_once import only_run
+from mlassets.host.run_lock import only_run
 
 pytestmark = pytest.mark.e2e
 
