@@ -22,7 +22,7 @@ from mlassets.core.registry import versions as registry
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha256
 from mlassets.core.train.torch_run.mlp import TabularMLP
-from mlassets.serve.cli import TRACE_FILE, build
+from mlassets.serve.build import TRACE_FILE, build
 from tests.core.registry import test_promotion as shared
 from tests.serve.server import flow, running, until
 

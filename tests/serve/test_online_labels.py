@@ -19,7 +19,7 @@ from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.online_labels import LABELLED, LABELS, PREDICTIONS, online_dir
 from mlassets.core.registry import online_log, promote
 from mlassets.core.registry import versions as registry
-from mlassets.serve.cli import build
+from mlassets.serve.build import build
 from mlassets.serve.recorder import Recorder
 from mlassets.serve.rows import schema_of, to_frame
 from tests.core.registry import test_promotion as shared

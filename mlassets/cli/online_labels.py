@@ -22,7 +22,7 @@ def labels_text(model: str, file: Path, config: str | None) -> str:
     from mlassets.core.evaluate.online_rule import metric_rule
     from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
-    from mlassets.serve.cli import find_config
+    from mlassets.serve.build import find_config
 
     test = online_log.running(model)
     if test is None:

@@ -15,8 +15,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from mlassets.serve.labels_cli import add_parser as add_labels
-from mlassets.serve.labels_cli import cmd_labels
+from mlassets.cli.online_labels import add_parser as add_labels
+from mlassets.cli.online_labels import cmd_labels
 
 
 def _connect() -> None:

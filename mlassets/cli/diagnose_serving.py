@@ -9,7 +9,7 @@ from mlassets.core import paths
 from mlassets.core.diagnose import spans
 from mlassets.core.diagnose.serving_example import SENTENCE, seed_p99_spans
 from mlassets.core.diagnose.serving_verdict import LABELS, verdict
-from mlassets.serve.cli import TRACE_FILE
+from mlassets.serve.build import TRACE_FILE
 
 
 def report(frame, title: str) -> str:  # noqa: ANN001 - the spans DataFrame
