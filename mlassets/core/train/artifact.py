@@ -99,20 +99,6 @@ def postprocess(out: np.ndarray, task: str, center: float, scale: float, low: fl
     return out if low is None and high is None else np.clip(out, low, high)
 
 
-def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int, out_features: int = 1):
-    """The built-in network described by a ``ModelConfig`` dict (the ``mlp`` family)."""
-    from mlassets.core.train.torch_run.mlp import TabularMLP
-
-    return TabularMLP(
-        cardinalities,
-        n_numeric,
-        embedding_dim=int(model_config.get("embedding_dim", 8)),
-        hidden=[int(h) for h in model_config.get("hidden", [64, 32])],
-        dropout=float(model_config.get("dropout", 0.0)),
-        out_features=out_features,
-    )
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:

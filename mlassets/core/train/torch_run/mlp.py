@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -47,3 +49,16 @@ class TabularMLP(nn.Module):
             parts.append(x_num)
         out = self.mlp(torch.cat(parts, dim=1))
         return out.squeeze(1) if out.shape[1] == 1 else out
+
+
+def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int,
+                out_features: int = 1) -> TabularMLP:
+    """The built-in network described by a ``ModelConfig`` dict (the ``mlp`` family)."""
+    return TabularMLP(
+        cardinalities,
+        n_numeric,
+        embedding_dim=int(model_config.get("embedding_dim", 8)),
+        hidden=[int(h) for h in model_config.get("hidden", [64, 32])],
+        dropout=float(model_config.get("dropout", 0.0)),
+        out_features=out_features,
+    )

@@ -15,8 +15,9 @@ import torch
 from torch import nn
 
 from mlassets.core.train import plugin
-from mlassets.core.train.artifact import WEIGHTS, build_model
+from mlassets.core.train.artifact import WEIGHTS
 from mlassets.core.train.feature_spec import FeatureSpec
+from mlassets.core.train.torch_run.mlp import build_model
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig
