@@ -34,7 +34,8 @@ from mlassets.core.evaluate.gate import evaluate_gate
 from mlassets.core.evaluate.score import measure_models, score_holdout
 from mlassets.core.evaluate.scored import evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.artifact import ModelBundle, build_model, save_bundle
+from mlassets.core.train.artifact import ModelBundle, save_bundle
+from mlassets.core.train.torch_run.mlp import build_model
 
 ROWS = 1_000_000
 SLICES = {"dest": 80, "carrier": 17, "origin": 3}  # 100 slice values

@@ -20,8 +20,8 @@ from mlassets.core.fleet.spec import job_spec
 from mlassets.core.fleet.table import FleetTable
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import read_result
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.process import read_result
 
 FLEET = {"pools": {"spot": {"gpus": 1, "capacity": "spot", "price_per_gpu_hour": 100.0}},
          "teams": {"research": {"gpu_quota": 1, "budget": 1e6}, "product": {"gpu_quota": 1, "budget": 1e6}},

@@ -20,14 +20,14 @@ import numpy as np
 from bench.checks import expect, expect_equal, expect_files
 from bench.registry import Result, benchmark
 from mlassets.core.config import load_config, parse_config, shipped_configs
-from mlassets.core.train.families import trees_lightgbm
-from mlassets.core.train.families.trees_checkpoint import TreeCheckpoints
-from mlassets.core.train.families.trees_common import label, matrix
-from mlassets.core.train.families.trees_fit import Watch, fit
-from mlassets.core.train.families.trees_run import plan_of
+from mlassets.core.train.checkpoint.trees import TreeCheckpoints
 from mlassets.core.train.splits import Splits, read_splits
 from mlassets.core.train.steplog import StepLog
 from mlassets.core.train.synthetic import write_splits
+from mlassets.core.train.trees import lightgbm_lib
+from mlassets.core.train.trees.common import label, matrix
+from mlassets.core.train.trees.fit import Watch, fit
+from mlassets.core.train.trees.process import plan_of
 
 # The demo's shape: a validation week beside a year of training rows (flights: ~6,500 rows vs ~300,000).
 ROWS, VAL_ROWS, ROUNDS, PAIRS = 200_000, 4_000, 250, 3
@@ -41,16 +41,16 @@ def _config():
 
 
 def platform_fit(cfg, splits: Splits, work: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds of the platform's fit on ``splits`` (``trees_run.train`` between reading and writing)."""
+    """(wall, CPU) seconds of the platform's fit on ``splits`` (``trees.process.train`` between reading and writing)."""
     shutil.rmtree(work, ignore_errors=True)
     started, cpu = time.perf_counter(), time.process_time()
-    engine = trees_lightgbm.Engine(cfg, splits, cfg.training.threads)
+    engine = lightgbm_lib.Engine(cfg, splits, cfg.training.threads)
     plan = plan_of(cfg)
-    checkpoints = TreeCheckpoints(work / "checkpoints", trees_lightgbm.MODEL_FILE, "bench", 2, lambda m: None)
+    checkpoints = TreeCheckpoints(work / "checkpoints", lightgbm_lib.MODEL_FILE, "bench", 2, lambda m: None)
     steps = StepLog(work / "telemetry", 0, 1)
     progress, _ = fit(engine, splits, plan, Watch(checkpoints, steps, telemetry_every=50))
     steps.write()
-    trees_lightgbm.truncate(progress.model, progress.best_round)
+    lightgbm_lib.truncate(progress.model, progress.best_round)
     expect(progress.best_round > 0, f"the platform's fit kept no round (best round {progress.best_round})")
     expect_files([work / "checkpoints"], "the platform's fit: checkpoints")
     return time.perf_counter() - started, time.process_time() - cpu
@@ -61,7 +61,7 @@ def bare_fit(cfg, splits: Splits) -> tuple[float, float]:
     import lightgbm as lgb
 
     started, cpu = time.perf_counter(), time.process_time()
-    params = {**trees_lightgbm.params(cfg, splits.task, 1, cfg.training.threads), "metric": "l1"}
+    params = {**lightgbm_lib.params(cfg, splits.task, 1, cfg.training.threads), "metric": "l1"}
     categorical = list(range(splits.x_cat.shape[1]))
     dataset = {k: params[k] for k in ("max_bin", "data_random_seed", "verbosity", "num_threads")}
     train = lgb.Dataset(matrix(splits.x_cat, splits.x_num), label=label(splits.y), params=dataset,

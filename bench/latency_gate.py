@@ -21,12 +21,12 @@ import torch
 from bench.checks import expect_equal, expect_finite
 from bench.registry import Result, benchmark
 from mlassets.core.config import GateConfig
+from mlassets.core.evaluate.gate_rules import latency_rules
 from mlassets.core.evaluate.latency import measure_latency
-from mlassets.core.evaluate.rules import latency_rules
 from mlassets.core.evaluate.score import latency_sample, measure_models
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, save_bundle
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 RUNS = 20
 

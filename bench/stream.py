@@ -13,9 +13,9 @@ from bench.checks import expect_trained
 from bench.interval import decide
 from bench.registry import Result, benchmark
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.process import run_training
 
 ROWS, GROUP = 400_000, 32_768
 TARGET, MIN_PAIRS, MAX_PAIRS = 0.95, 3, 8

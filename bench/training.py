@@ -32,17 +32,17 @@ from bench.interval import decide
 from bench.registry import Result, benchmark
 from mlassets.core import tracking
 from mlassets.core.config import parse_config
-from mlassets.core.train import distributed as dd
-from mlassets.core.train import metrics as run_log
-from mlassets.core.train.artifact import build_model
+from mlassets.core.train import metric_sinks as run_log
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.loader import TabularData, load_data
-from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
-from mlassets.core.train.process import read_result, run_training
+from mlassets.core.train.metric_sinks import RUN_ID, TRACKING_URI
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run import distributed as dd
+from mlassets.core.train.torch_run.loader import TabularData, load_data
+from mlassets.core.train.torch_run.mlp import build_model
+from mlassets.core.train.torch_run.process import read_result, run_training
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS, THROUGHPUT_GOAL = 8, 0.97  # at most 8 pairs for the interval on a throughput ratio

@@ -28,12 +28,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from mlassets.core.config import parse_config  # noqa: E402
-from mlassets.core.train.artifact import build_model  # noqa: E402
 from mlassets.core.train.job import TrainJob  # noqa: E402
 from mlassets.core.train.launch import train_command  # noqa: E402
-from mlassets.core.train.loader import load_data  # noqa: E402
 from mlassets.core.train.synthetic import tiny_config, write_splits  # noqa: E402
-from mlassets.core.train.telemetry import PARTS  # noqa: E402
+from mlassets.core.train.torch_run.loader import load_data  # noqa: E402
+from mlassets.core.train.torch_run.mlp import build_model  # noqa: E402
+from mlassets.core.train.torch_run.timing import PARTS  # noqa: E402
 
 
 def _args() -> argparse.Namespace:

@@ -136,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
     from mlassets.defs.fleet_admission import Refused
-    from mlassets.host.run_once import AlreadyRunning, AlreadyTrained
+    from mlassets.host.run_lock import AlreadyRunning, AlreadyTrained
 
     try:
         row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,

@@ -11,8 +11,8 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.version_keys import shown
 from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.evaluate.gate_rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
 from mlassets.host.runs import IngestFailed, Run, ingest, run_pipeline

@@ -34,7 +34,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.trace_serving:
         return cmd_trace_serving(args)
     if args.serving or args.serving_example:
-        from mlassets.serve.diagnose import cmd_diagnose_serving
+        from mlassets.cli.diagnose_serving import cmd_diagnose_serving
         return cmd_diagnose_serving(args)
     if args.example:
         diagnosis = diagnose_frame(EXAMPLES[args.example]())

@@ -24,7 +24,7 @@ _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier"
 def evaluation_metadata(result: Evaluation) -> dict[str, object]:
     """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration, and
     the class table of a multiclass model."""
-    from mlassets.core.evaluate.rules import MB
+    from mlassets.core.evaluate.gate_rules import MB
 
     meta: dict[str, object] = {}
     for key in _OVERALL.get(result.task, ()):

@@ -68,7 +68,7 @@ def training_env(run: Any) -> dict[str, str]:
     a preemptible run's training process checkpoints and exits as preempted on SIGTERM or SIGINT."""
     from mlassets.core import paths
     from mlassets.core.fleet import heartbeat as hb
-    from mlassets.core.train.preempt import PREEMPTIBLE_ENV
+    from mlassets.core.train.torch_run.preempt import PREEMPTIBLE_ENV
 
     try:
         every = load_fleet().lease.heartbeat_s
@@ -96,7 +96,7 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
 
     from mlassets.core.fleet import heartbeat as hb
     from mlassets.core.fleet.service import fleet_table
-    from mlassets.core.train.preempt import read_preemption
+    from mlassets.core.train.torch_run.preempt import read_preemption
 
     run = instance.get_run_by_id(run_id)
     why = fleet_stop(run)

@@ -14,7 +14,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.registry.once import AGAIN_TAG, RETRAIN_OF_TAG, ROOT_RUN_TAG, Made
+from mlassets.core.registry.made import AGAIN_TAG, RETRAIN_OF_TAG, ROOT_RUN_TAG, Made
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion, RegistryRecord
 from mlassets.core.train.result import Candidate
 from mlassets.defs.display import table
@@ -27,7 +27,7 @@ from mlassets.defs.lookup import (
     run_url,
     version_metadata,
 )
-from mlassets.defs.once import stop_reason, stopped
+from mlassets.defs.one_candidate import stop_reason, stopped
 from mlassets.defs.partitions import blocking_check, data_versions
 from mlassets.defs.verdict import rejection_failure
 
@@ -66,7 +66,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     out = keys.registered_model.to_python_identifier()
 
     @dg.multi_asset(  # a multi-asset only to make the output and its check optional: none when the candidate was
-        # registered already (``defs.once``); it is one asset
+        # registered already (``defs.one_candidate``); it is one asset
         name=out, outs={out: dg.AssetOut(key=keys.registered_model, group_name="registry", kinds={"mlflow"},
                                          description=doc, is_required=False)},
         ins={"candidate": dg.AssetIn(keys.candidate_model), "evaluation": dg.AssetIn(keys.evaluation)},
@@ -158,12 +158,12 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
 
     def _online_start(context: dg.AssetExecutionContext, name: str, version: str, live: str,
                       meta: dict) -> dg.Output[ChampionDecision]:
-        from mlassets.core.registry import online
+        from mlassets.core.registry import online_log
         from mlassets.core.registry.promotion import PromotionError
 
         mode = cfg.serving.online.mode
         try:
-            entry = online.start(name, version, mode, who=f"dagster run {context.run_id}",
+            entry = online_log.start(name, version, mode, who=f"dagster run {context.run_id}",
                                  reason=f"gate passed (promotion: online); {mode} against v{live}")
         except PromotionError as exc:
             raise dg.Failure(str(exc), metadata=meta) from None

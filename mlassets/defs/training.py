@@ -17,14 +17,14 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
-from mlassets.core.registry.once import Made
+from mlassets.core.registry.made import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
 from mlassets.defs.fleet import preempted_failure, training_env, work_run_id
 from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
-from mlassets.defs.once import stop_reason, stopped
+from mlassets.defs.one_candidate import stop_reason, stopped
 from mlassets.defs.ops import dashboard_url
 from mlassets.defs.partitions import data_versions
 
@@ -104,13 +104,13 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core import tracking
         from mlassets.core.data.mlflow_dataset import log_data_version
         from mlassets.core.registry.warm import verified_bundle
-        from mlassets.core.train import metrics as run_log
+        from mlassets.core.train import metric_sinks as run_log
         from mlassets.core.train import mlflow_model
-        from mlassets.core.train.budget import REFUSED, read_refusal
         from mlassets.core.train.entry import read_result
         from mlassets.core.train.failure import FAILURE, read_failure
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
-        from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
+        from mlassets.core.train.metric_sinks import RUN_ID, TRACKING_URI
+        from mlassets.core.train.torch_run.run_budget import REFUSED, read_refusal
         from mlassets.core.train.workfiles import finished
         from mlassets.core.tune.apply import tuned_config
 

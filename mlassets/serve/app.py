@@ -28,7 +28,7 @@ from mlassets.core.train.outputs import class_frame
 from mlassets.serve import rows
 from mlassets.serve.batcher import Batcher, Stopped
 from mlassets.serve.features import FeatureLookup
-from mlassets.serve.online import Online, fixed
+from mlassets.serve.online_router import Online, fixed
 from mlassets.serve.swap import Champion
 from mlassets.serve.telemetry import Metrics, RequestTrace
 

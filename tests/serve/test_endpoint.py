@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from mlassets.core import paths
 from mlassets.core.diagnose import spans
 from mlassets.core.registry import promote
-from mlassets.serve.cli import build
+from mlassets.serve.build import build
 from mlassets.serve.telemetry import ROOT
 from tests.core.registry import test_promotion as shared
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlassets.cli.diagnose_serving import report
 from mlassets.core import paths
 from mlassets.core.config.serving import ServingConfig
 from mlassets.core.data import raw
@@ -21,8 +22,7 @@ from mlassets.core.data.store.local import LocalStore
 from mlassets.core.diagnose import spans
 from mlassets.core.registry import promote
 from mlassets.serve.app import create_app
-from mlassets.serve.cli import TRACE_FILE
-from mlassets.serve.diagnose import report
+from mlassets.serve.build import TRACE_FILE
 from mlassets.serve.features import FeatureLookup, tables_for
 from mlassets.serve.load import load_champion
 from mlassets.serve.rows import schema_of

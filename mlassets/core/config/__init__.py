@@ -1,4 +1,4 @@
-"""The pipeline config: typed sections (``schema``), every cross-field rule (``rules``), YAML reading (``load``).
+"""The pipeline config: typed sections (``schema``), every cross-field rule (``checks``), YAML reading (``load``).
 
 A dataset is one YAML file; ``load_config`` reads it strictly (unknown keys, wrong types and every broken rule
 fail at load, naming the key path and the value), so nothing is found wrong after an asset has run.

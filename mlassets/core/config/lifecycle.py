@@ -1,5 +1,5 @@
 """The sections of what follows training: the promotion gate, the automation that starts runs with nobody at the
-keyboard, monitoring, and tuning (``schema.PipelineConfig`` holds them; ``rules`` checks them across sections)."""
+keyboard, monitoring, and tuning (``schema.PipelineConfig`` holds them; ``checks`` checks them across sections)."""
 
 from __future__ import annotations
 

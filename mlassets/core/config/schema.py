@@ -1,4 +1,4 @@
-"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``rules`` checks it."""
+"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``checks`` checks it."""
 
 from __future__ import annotations
 

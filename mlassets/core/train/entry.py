@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     die_with_launcher()
     from mlassets.core.fleet.heartbeat import start_from_env
-    from mlassets.core.train.preempt import PREEMPTED_EXIT, Preempted
+    from mlassets.core.train.torch_run.preempt import PREEMPTED_EXIT, Preempted
 
     start_from_env()  # under the fleet: this rank renews its job's lease until the process has ended
     job: TrainJob | None = None

@@ -13,7 +13,7 @@ from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import derived_repo
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.features.store import BRANCH, export_splits
-from mlassets.core.train.checkpoint_files import verify
+from mlassets.core.train.checkpoint.files import verify
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.result import CheckpointSet, Provenance, TrainingResult
 

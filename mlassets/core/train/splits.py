@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train.feature_spec import FeatureSpec, output_size
 from mlassets.core.train.reporting import Reporter
-from mlassets.core.train.spec import FeatureSpec, output_size
 
 
 @dataclass

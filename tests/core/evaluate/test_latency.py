@@ -24,7 +24,7 @@ from mlassets.core.evaluate.score import measure_models
 from mlassets.core.evaluate.scored import evaluate_models
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes, save_bundle
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 BUDGET = GateConfig(latency_budget_ms=5.0, max_size_mb=5.0, absolute_max_metric=100.0)
 

@@ -21,9 +21,9 @@ from mlassets.core.fleet.spec import job_spec
 from mlassets.core.fleet.table import FleetTable
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import read_result, run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.process import read_result, run_training
 from tests.core.fleet.ticks import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]

@@ -17,9 +17,9 @@ from mlassets.core.config import ConfigError, parse_config
 from mlassets.core.train import plugin
 from mlassets.core.train.entry import read_result
 from mlassets.core.train.family import family_of
+from mlassets.core.train.feature_spec import FeatureSpec
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.spec import FeatureSpec
 from mlassets.core.train.synthetic import tiny_config, write_splits
 from mlassets.examples.torch_plugin import MODEL
 

@@ -15,16 +15,16 @@ import pytest
 import torch
 
 from mlassets.core.config import FaultConfig, parse_config
-from mlassets.core.train.batches import Batches
 from mlassets.core.train.entry import read_result
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.loader import load_data
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
-from mlassets.core.train.stream import scan
+from mlassets.core.train.split_stream import scan
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.global_batches import Batches
+from mlassets.core.train.torch_run.loader import load_data
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[3]

@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from mlassets.core.config import CONFIG_DIR, parse_config
-from mlassets.core.train import loop
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.process import read_result, run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.result import TrainingResult
 from mlassets.core.train.synthetic import flights_like
+from mlassets.core.train.torch_run import loop
+from mlassets.core.train.torch_run.process import read_result, run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 

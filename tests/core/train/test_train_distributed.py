@@ -14,14 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from mlassets.core.train.checkpoint import read_metadata
+from mlassets.core.train.checkpoint.manager import read_metadata
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import CRASH_EXIT, read_result, run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.result import TrainingResult
 from mlassets.core.train.synthetic import tiny_config, write_splits
-from mlassets.core.train.telemetry import PARTS
+from mlassets.core.train.torch_run.process import CRASH_EXIT, read_result, run_training
+from mlassets.core.train.torch_run.timing import PARTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[3]

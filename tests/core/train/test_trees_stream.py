@@ -14,12 +14,12 @@ import pytest
 from mlassets.core.config import parse_config
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.entry import read_result
-from mlassets.core.train.families.trees_common import matrix
-from mlassets.core.train.families.trees_stream import read_tree_splits
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.objectives import validation_metric
 from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.trees.common import matrix
+from mlassets.core.train.trees.rows import read_tree_splits
 from tests.core.train.trees import FAMILIES, SAMPLED, kill_after, model_bytes, streamable, tree_config, tree_job
 
 STREAM = {"loader": "stream", "stream_window_rows": 700}  # reads of 700 rows across row groups of 1000
