@@ -17,11 +17,11 @@ import dagster as dg
 
 from mlassets.core.fleet.config import FleetConfig
 from mlassets.core.fleet.heartbeat import run_lease
+from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.fleet.service import FleetView, ref, view
 from mlassets.core.fleet.table import FleetTable
 from mlassets.defs.fleet import fleet_stop, stop_kind
 from mlassets.defs.fleet_admission import REFUSED_TAG, WAITS_TAG, run_row, spec_records
-from mlassets.defs.preemption import GPU_POOL
 
 _ENDED = {dg.DagsterRunStatus.SUCCESS: "done", dg.DagsterRunStatus.FAILURE: "failed"}
 

@@ -18,11 +18,11 @@ from dagster._core.utils import make_new_run_id
 from mlassets.cli import main
 from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import load_fleet
+from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.fleet.service import fleet_table, submit
 from mlassets.core.fleet.spec import JobSpec
 from mlassets.defs.fleet import OVERRUN_TAG, PREEMPTED_TAG, RESUME_TAG, preempted_failure
 from mlassets.defs.fleet_admission import WAITS_TAG
-from mlassets.defs.preemption import GPU_POOL
 from mlassets.host.instance import get_instance
 from mlassets.host.run_origin import job_origin
 

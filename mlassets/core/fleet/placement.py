@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlassets.core.fleet.config import FleetConfig
+from mlassets.core.fleet.policy import may_preempt, victim_order
 from mlassets.core.fleet.table import ACTIVE
 
 
@@ -50,10 +51,10 @@ def victims(fleet: FleetConfig, job: dict[str, Any], jobs: list[dict[str, Any]],
             ) -> tuple[str, list[dict[str, Any]]] | None:
     """The pool and the fewest running jobs to preempt there for ``job``: preemptible, of a class its class may
     preempt, lowest priority first, then the most recently started (it has the least to lose)."""
-    may = set(fleet.priority_classes[job["priority"]].preempts)
     for pool in open_pools(fleet, job, jobs):
-        stoppable = sorted((j for j in jobs if j["state"] == "running" and j["pool"] == pool and j["preemptible"]
-                            and j["priority"] in may), key=lambda j: (j["priority_value"], -(j["started"] or 0)))
+        stoppable = sorted((j for j in jobs if j["state"] == "running" and j["pool"] == pool
+                            and may_preempt(fleet, job["priority"], j["priority"], bool(j["preemptible"]))),
+                           key=lambda j: victim_order(j["priority_value"], j["started"]))
         chosen, gained = [], free[pool] + sum(j["gpus"] for j in jobs if j["state"] == "stopping" and j["pool"] == pool)
         for j in stoppable:
             if gained >= job["gpus"]:

@@ -18,6 +18,7 @@ from typing import Any
 from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import FleetConfig
 from mlassets.core.fleet.placement import free_gpus, open_pools, queue_order, team_gpus, victims, waiting_reason
+from mlassets.core.fleet.policy import STOP, WARN, overrun
 from mlassets.core.fleet.table import FleetTable
 
 PREEMPTED_EXIT = 76  # mlassets.core.train.preempt.PREEMPTED_EXIT (not imported: that module's caller has torch)
@@ -60,10 +61,11 @@ class Scheduler:
 
     def _overrun(self, job: dict[str, Any], now: float) -> None:
         ran_min = (now - job["started"]) / 60
-        if ran_min > job["expected_minutes"] * self.fleet.overrun_factor:
+        verdict = overrun(self.fleet, job["expected_minutes"], ran_min, bool(job["warned"]))
+        if verdict == STOP:
             self._stop(job, now, "overrun", f"ran {ran_min:.1f} min, {self.fleet.overrun_factor:g}x its expected "
                                             f"{job['expected_minutes']:g} min")
-        elif ran_min > job["expected_minutes"] and not job["warned"]:
+        elif verdict == WARN:
             self.table.update(job["id"], warned=1)
             self.table.event(job["id"], "overrun-warning", f"past its expected {job['expected_minutes']:g} min",
                              0, now)
