@@ -3,7 +3,8 @@
 *running* run for a more urgent one, nor starts again a run that was stopped. One sensor per dataset does both:
 
 - an urgent run whose training step waits for a `gpu` slot while every slot is held: the lowest-priority
-  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first) is tagged
+  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first: the
+  rules of ``mlassets.core.fleet.policy``, as ``mlassets fleet serve`` applies them) is tagged
   ``mlassets/preempted`` and terminated the Dagster way (``run_launcher.terminate``: its Pipes client sends the
   training process SIGINT, which writes its full-state checkpoint and exits as preempted within ``grace_s``); the
   run ends *canceled*, which the failure alert does not report;

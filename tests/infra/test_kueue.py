@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 
+from mlassets.cli import main
 from mlassets.cli.fleet import main_kueue_docs
 from mlassets.core.config import load_config
 from mlassets.core.config.load import shipped_configs
@@ -268,3 +270,18 @@ def test_the_shipped_configs_render_for_every_team() -> None:
         for kind in kueue_job.KINDS:
             assert errors(kueue_job.render_job(spec, SHIPPED_FLEET, f"flights-{team}", IMAGE, "/j.json", kind)) == []
 
+
+
+def test_the_command_renders_a_fleet_of_ones_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    data = {**yaml.safe_load(SHIPPED.read_text()), "teams": {"vision": {"gpu_quota": 3, "budget": 900.0},
+                                                            "speech": {"gpu_quota": 1, "budget": 900.0}}}
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(data, allow_unicode=True))
+    monkeypatch.setenv("MLASSETS_FLEET", str(tmp_path / "fleet.yaml"))
+    assert main(["fleet", "kueue", "--config", "flights", "--team", "speech"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert all(errors(d) == [] for d in docs)
+    assert {n for n in _by(docs, "Cohort")} == {kueue.COHORT, "mlassets-fleet-vision", "mlassets-fleet-speech"}
+    speech = _by(docs, "Cohort")["mlassets-fleet-speech"]
+    assert [_res(speech, c, kueue.GPU)["borrowingLimit"] for c in CAPACITIES] == [1, 1]
+    assert docs[-1]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "speech"
