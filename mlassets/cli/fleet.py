@@ -180,6 +180,24 @@ def cmd_example(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lease_guard(args: argparse.Namespace) -> int:
+    """The command after ``--`` under the lease, in a pod (``mlassets.core.fleet.lease_guard``)."""
+    import math
+
+    from mlassets.core.config import ConfigError
+    from mlassets.core.fleet.config import Lease
+    from mlassets.core.fleet.lease_guard import guard
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise ConfigError("lease-guard: no command after --")
+    lease = Lease(seconds=args.lease_seconds, heartbeat_s=args.heartbeat_seconds, startup_s=args.startup_seconds)
+    if not all(map(math.isfinite, (lease.seconds, lease.startup_s))) or not 0 < lease.heartbeat_s < lease.seconds:
+        raise ConfigError(f"--heartbeat-seconds {lease.heartbeat_s:g} must be > 0 and below --lease-seconds "
+                          f"{lease.seconds:g}, both finite with --startup-seconds {lease.startup_s:g}")
+    return guard(command, lease, args.lease_db, args.job)
+
+
 def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--team")
     p.add_argument("--priority", help="a priority class of fleet.yaml")
@@ -219,6 +237,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     example = verbs.add_parser("example", help="the README walk-through's fleet.yaml and job files")
     example.add_argument("--out", required=True)
     example.set_defaults(func=cmd_example)
+    guard = verbs.add_parser("lease-guard", help="in a pod: run the command after -- under the lease (its ranks "
+                             "renew it; lapsed: the ranks are killed, exit 75)")
+    for flag in ("--lease-seconds", "--startup-seconds", "--heartbeat-seconds"):
+        guard.add_argument(flag, type=float, required=True)
+    guard.add_argument("--lease-db", required=True, help="the pod's lease table (sqlite)")
+    guard.add_argument("--job", required=True, help="the lease's key")
+    guard.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    guard.set_defaults(func=cmd_lease_guard)
     dy = verbs.add_parser("dagster-yaml", help="the run queue's per-team limits, for a dagster.yaml")
     dy.set_defaults(func=cmd_dagster_yaml)
 

@@ -217,7 +217,7 @@ def test_a_job_carries_its_queue_class_runtime_limit_lease_and_grace(which: str,
     assert resources["requests"] == {"cpu": str(8 * k8s.cpu_per_gpu), "memory": f"{8 * k8s.memory_gib_per_gpu}Gi",
                                      kueue.GPU: 8}  # every resource asked is covered by the queues
     args = container["args"]
-    assert container["command"] == ["python", "-m", "mlassets.core.fleet.lease_guard"]
+    assert container["command"] == ["mlassets", "fleet", "lease-guard"]
     assert args[args.index("--lease-seconds") + 1] == f"{fleet.lease.seconds:g}"
     assert args[args.index("--") + 1:][:2] == ["torchrun", "--nproc-per-node=8"]
 

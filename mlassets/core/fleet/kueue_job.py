@@ -3,7 +3,7 @@ stock ``torch-distributed`` runtime), or a ``PyTorchJob`` (``kubeflow.org/v1``) 
 operator. ``ranks`` pods of ``gpus_per_rank`` GPUs (the seeds' 64-GPU run: 8 x 8), created suspended in the team's
 LocalQueue at its WorkloadPriorityClass; Kueue admits it when the quota allows.
 
-The lease travels with the pod: every pod runs its ranks under ``mlassets.core.fleet.lease_guard`` (the lease's
+The lease travels with the pod: every pod runs its ranks under ``mlassets fleet lease-guard`` (the lease's
 length, start-up time and heartbeat in its arguments); a rank that stops renewing the lease gets the pod's ranks
 killed and the pod failed, and Kueue's ``waitForPodsReady`` evicts and requeues a workload whose pods stay not ready
 (``kueue.kueue_config``). The runtime limit is ``kueue.x-k8s.io/max-exec-time-seconds`` (``overrun_factor`` x the
@@ -51,10 +51,10 @@ def command(spec: JobSpec, fleet: FleetConfig, name: str) -> tuple[list[str], li
     """torchrun under the lease guard (nodes, node rank and master address: the operator's ``PET_*`` variables)."""
     lease = fleet.lease
     guard = ["--lease-seconds", f"{lease.seconds:g}", "--startup-seconds", f"{lease.startup_s:g}",
-             "--heartbeat-seconds", f"{lease.heartbeat_s:g}", "--db", f"{LEASE_DIR}/lease.db", "--job", name]
+             "--heartbeat-seconds", f"{lease.heartbeat_s:g}", "--lease-db", f"{LEASE_DIR}/lease.db", "--job", name]
     run = ["torchrun", f"--nproc-per-node={spec.gpus_per_rank}", "--max-restarts=0", "-m", "mlassets.core.train",
            "--job", "$(MLASSETS_TRAIN_JOB)"]
-    return ["python", "-m", "mlassets.core.fleet.lease_guard"], [*guard, "--", *run]
+    return ["mlassets", "fleet", "lease-guard"], [*guard, "--", *run]
 
 
 def env(job: str) -> list[dict[str, Any]]:

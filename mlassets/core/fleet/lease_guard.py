@@ -6,13 +6,12 @@ restarts from its last checkpoint (the operator restarts the pod, or Kueue evict
 stays not ready). SIGTERM and SIGINT are passed to the command (its ranks checkpoint and exit as preempted, 76);
 otherwise the guard exits with the command's status.
 
-    python -m mlassets.core.fleet.lease_guard --lease-seconds 1800 --startup-seconds 300 --heartbeat-seconds 30 \\
-        --db /var/run/mlassets/lease.db --job flights-train -- torchrun --nproc-per-node=8 -m mlassets.core.train ...
+    mlassets fleet lease-guard --lease-seconds 1800 --startup-seconds 300 --heartbeat-seconds 30 \\
+        --lease-db /var/run/mlassets/lease.db --job flights-train -- torchrun --nproc-per-node=8 ...
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -67,26 +66,3 @@ def _kill_group(child: subprocess.Popen[bytes]) -> None:
             break
     child.wait()
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlassets.core.fleet.lease_guard", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lease-seconds", type=float, required=True)
-    parser.add_argument("--startup-seconds", type=float, required=True)
-    parser.add_argument("--heartbeat-seconds", type=float, required=True)
-    parser.add_argument("--db", required=True, help="the pod's lease table (sqlite)")
-    parser.add_argument("--job", required=True, help="the lease's key")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no command after --")
-    lease = Lease(seconds=args.lease_seconds, heartbeat_s=args.heartbeat_seconds, startup_s=args.startup_seconds)
-    if not 0 < lease.heartbeat_s < lease.seconds:
-        parser.error(f"--heartbeat-seconds {lease.heartbeat_s:g} must be > 0 and below --lease-seconds "
-                     f"{lease.seconds:g}")
-    return guard(command, lease, args.db, args.job)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The lease inside a pod (``python -m mlassets.core.fleet.lease_guard``): a rank whose heartbeat is older than the
+"""The lease inside a pod (``mlassets fleet lease-guard``): a rank whose heartbeat is older than the
 lease gets the command's processes killed and the guard exits 75; SIGTERM reaches the command (its ranks checkpoint
 and exit 76, passed on); otherwise the command's own status is the guard's."""
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mlassets.core.fleet.lease_guard import LEASE_LOST_EXIT, main
+from mlassets.cli import main
+from mlassets.core.fleet.lease_guard import LEASE_LOST_EXIT
 
 REPO = Path(__file__).resolve().parents[3]
 # A rank that beat once, long ago (a frozen node's rank), then hangs; it writes its pid for the test.
@@ -32,8 +33,9 @@ def _guard(tmp_path: Path, script: str) -> subprocess.Popen[str]:
             signal.signal(sig, signal.SIG_DFL)
 
     return subprocess.Popen(
-        [sys.executable, "-m", "mlassets.core.fleet.lease_guard", "--lease-seconds", "60", "--startup-seconds", "60",
-         "--heartbeat-seconds", "0.2", "--db", str(tmp_path / "lease.db"), "--job", "seed-train", "--",
+        [sys.executable, "-m", "mlassets.cli", "fleet", "lease-guard", "--lease-seconds", "60",
+         "--startup-seconds", "60", "--heartbeat-seconds", "0.2", "--lease-db", str(tmp_path / "lease.db"),
+         "--job", "seed-train", "--",
          sys.executable, "-c", script, str(tmp_path / "out")],
         env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=preexec, text=True, stderr=subprocess.PIPE)
 
@@ -74,12 +76,14 @@ def test_sigterm_reaches_the_ranks_and_their_status_is_the_pods(tmp_path: Path) 
 
 def test_the_commands_status_is_passed_on_and_bad_arguments_are_named(capsys: pytest.CaptureFixture[str],
                                                                       tmp_path: Path) -> None:
-    args = ["--lease-seconds", "30", "--startup-seconds", "10", "--heartbeat-seconds", "1", "--db",
-            str(tmp_path / "l.db"), "--job", "j", "--"]
-    assert main([*args, sys.executable, "-c", "raise SystemExit(3)"]) == 3
-    with pytest.raises(SystemExit):
-        main([*args[:5], "30", *args[6:], "true"])
-    assert "--heartbeat-seconds 30 must be > 0 and below --lease-seconds 30" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(args)
-    assert "no command after --" in capsys.readouterr().err
+    def guard(lease: str, *command: str) -> int:
+        return main(["fleet", "lease-guard", "--lease-seconds", lease, "--startup-seconds", "10",
+                     "--heartbeat-seconds", "1", "--lease-db", str(tmp_path / "l.db"), "--job", "j", "--", *command])
+
+    assert guard("30", sys.executable, "-c", "raise SystemExit(3)") == 3
+    assert guard("1", "true") == 2
+    assert "--heartbeat-seconds 1 must be > 0 and below --lease-seconds 1" in capsys.readouterr().err
+    assert guard("nan", "true") == 2
+    assert "--lease-seconds nan" in capsys.readouterr().err
+    assert guard("30") == 2
+    assert "lease-guard: no command after --" in capsys.readouterr().err
