@@ -9,7 +9,7 @@ from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig
 from mlassets.core.fleet.config import FleetConfig, load_fleet
-from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, job_spec
+from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, JobSpec, from_tags, job_spec
 
 
 def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dict[str, str]:
@@ -24,6 +24,14 @@ def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dic
     if not known:
         tags.pop(PRIORITY_TAG, None)
     return tags
+
+
+def run_spec(run: Any) -> JobSpec | None:
+    """The job spec a Dagster run carries in its tags (None: no run, no spec, or tags that do not parse)."""
+    try:
+        return from_tags(run.tags) if run is not None else None
+    except ConfigError:
+        return None
 
 
 def recorded_tags(run_tags: dict[str, str]) -> dict[str, str]:
