@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -34,6 +35,7 @@ from mlassets.serve.telemetry import Metrics, RequestTrace
 
 LOG = logging.getLogger("mlassets.serve")
 TRACE_HEADER = "x-trace-id"
+LOOKUP_THREADS = 8  # feature lookups that may wait on the store at once
 
 
 def forward(champion: Champion) -> Callable[[pd.DataFrame], tuple[Any, int, str]]:
@@ -80,6 +82,8 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
     champion.on_swap = lambda outcome, _message: metrics.swaps.labels(outcome).inc()
     metrics.version.labels(champion.name).set(float(champion.current.version))
     client = httpx.AsyncClient(timeout=settings.downstream_timeout_ms / 1000) if settings.downstream_url else None
+    # lookups off the event loop: a slow one holds one of these threads, never the other requests
+    lookups = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="mlassets-lookup") if lookup is not None else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -93,6 +97,8 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             champion.stop()
             await tests.stop()
             await batcher.stop()
+            if lookups is not None:
+                lookups.shutdown(wait=False, cancel_futures=True)
             if client is not None:
                 await client.aclose()
 
@@ -120,7 +126,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             records = parse(rows.parse_json(body))
             if lookup is not None:  # rows that give a table's key instead of its columns
                 looked_at = time.time_ns()
-                records, looked = lookup.fill(records)
+                records, looked = await asyncio.get_running_loop().run_in_executor(lookups, lookup.fill, records)
                 if looked:
                     retrieval = (looked_at, time.time_ns(), looked)
             frame = rows.to_rows(records, schema, settings.max_rows)  # one DataFrame per pass, not per request
