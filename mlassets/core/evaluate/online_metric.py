@@ -66,7 +66,7 @@ def metric_rule(labels: dict[str, Any] | None, rule: OnlineConfig) -> tuple[str,
     metric = get_metric(labels["metric"])
     base, value = champion["value"], candidate["value"]
     found = interval(labels, rule) if base is not None and value is not None else None
-    if found is not None and found.base:
+    if found is not None and found.base:  # a champion without loss (mean 0) has no relative change
         sign, k = _scale(metric, _tolerance(rule))
         low, high = sorted(relative(metric, k, sign, d, found.base) for d in (found.low, found.high))
         worse = abs(relative(metric, k, sign, sequential.detectable(found, rule.min_labelled, 1 - rule.confidence),
@@ -83,10 +83,12 @@ def metric_rule(labels: dict[str, Any] | None, rule: OnlineConfig) -> tuple[str,
     sentence = (f"{metric.label} {metric.fmt(value)} on {candidate['labelled']} labelled rows vs the champion's "
                 f"{metric.fmt(base)} on {champion['labelled']} ({pct(change)}, limit "
                 f"{limit_pct(-tolerance if higher else tolerance)}{'; higher is better' if higher else ''})")
-    if found is None or "metric_low" not in figures:
-        return "short", f"{sentence}; no per-row sums were recorded for an interval (add the labels again)", figures
-    kind = "paired" if labels.get("paired") is not None else "two-sample"
-    sentence += (f"; {kind} {rule.confidence:.0%} always-valid interval {pct(figures['metric_low'])} to "
-                 f"{pct(figures['metric_high'])}; at min_labelled {rule.min_labelled} the rule detects a "
-                 f"{figures['detectable_worse']:.1%} worse candidate with {sequential.POWER:.0%} power")
+    if found is None:
+        return "short", (f"{sentence}; no interval yet (under 2 labelled rows of a variant, or labels joined by an "
+                         "older version: add the labels again)"), figures
+    if "metric_low" in figures:
+        kind = "paired" if labels.get("paired") is not None else "two-sample"
+        sentence += (f"; {kind} {rule.confidence:.0%} always-valid interval {pct(figures['metric_low'])} to "
+                     f"{pct(figures['metric_high'])}; at min_labelled {rule.min_labelled} the rule detects a "
+                     f"{figures['detectable_worse']:.1%} worse candidate with {sequential.POWER:.0%} power")
     return ("fail" if found.worse else "pass"), sentence, figures

@@ -117,7 +117,7 @@ def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConf
                "error_rate": candidate["error_rate"], "latency_ratio": ratio, "prediction_shift": moved,
                "prediction_shift_low": moved_low, **by_labels}
     done = f"{candidate['requests']} candidate and {champion['requests']} champion requests"
-    if verdict == "fail" and by_labels.get("metric_low") is not None:  # always valid: decides before min_requests
+    if verdict == "fail":  # the labels' interval is always valid: it decides before min_requests too
         return Decision("rollback", f"online test failed after {done}: {measured}", figures)
     if min(candidate["requests"], champion["requests"]) < rule.min_requests:
         return Decision("wait", f"{done}; the rule decides at {rule.min_requests} each", figures)
@@ -132,8 +132,6 @@ def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConf
                         f"always-valid confidence > {rule.max_prediction_shift:g}")
     if candidate["requests"] - candidate["errors"] == 0:
         failures.append("no request was scored by the candidate")
-    if verdict == "fail":
-        failures.append(measured)
     if failures:
         return Decision("rollback", f"online test failed after {done}: {'; '.join(failures)}", figures)
     if verdict in ("off", "short") and rule.require_labels:

@@ -140,6 +140,16 @@ def test_a_metric_regression_over_the_limit_rolls_back_naming_both_figures() -> 
     assert found.outcome == "rollback" and "the candidate's MAE on 60 candidate" in found.reason
 
 
+def test_an_exact_champion_or_a_record_without_sums_is_still_judged_plainly() -> None:
+    exact = summarize("mae", np.zeros(80), np.full(60, 0.5))  # the champion makes no error at all
+    found = decide(CHAMPION, LIKE, LABELLED, exact)
+    assert found.outcome == "rollback" and "MAE 0.50 on 60" in found.reason and "metric_low" not in found.figures
+    older = {"metric": "mae", "variants": {"champion": {"labelled": 80, "value": 10.0},
+                                           "candidate": {"labelled": 60, "value": 10.2}}}  # joined before sums
+    kept = decide(CHAMPION, LIKE, LABELLED, older)
+    assert kept.outcome == "promote" and "no interval yet" in kept.reason and "add the labels again" in kept.reason
+
+
 def test_a_shadow_is_judged_on_pairs_which_see_what_split_rows_cannot() -> None:
     rng = np.random.default_rng(4)
     champion = np.abs(rng.normal(0, 10, 300))
