@@ -26,6 +26,7 @@ MODULES: tuple[str, ...] = (
     "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
     "bench.gbdt", "bench.scale", "bench.scale_commands", "bench.ingest", "bench.latency_gate", "bench.serving",
     "bench.fleet",
+    "bench.online_sim",
 )
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_CONFIGS")  # a benchmark may set them
 HEADER = ("name", "measured", "goal", "met?", "detail")

@@ -23,6 +23,7 @@ class OnlineConfig:
     max_latency_ratio: float = 1.5  # the candidate's p95 scoring latency over the champion's
     max_error_rate: float = 0.01  # the candidate's failed passes over its requests
     max_prediction_shift: float = 0.25  # |mean difference| / the champion's std (multiclass: label share distance)
+    confidence: float = 0.95  # of the always-valid intervals on the metric and the shift (core.evaluate.sequential)
     auto_decide: bool = True  # the endpoint decides by itself once min_requests is reached; false: the CLI does
     label_key: list[str] = field(default_factory=list)  # input columns that labels join on; []: labels off
     min_labelled: int = 100  # labelled rows of each variant before the metric is part of the rule
@@ -39,6 +40,9 @@ class OnlineConfig:
                 raise ConfigError(f"serving.online.{name}: must be > 0, got {getattr(self, name)}")
         if not 0 <= self.max_error_rate <= 1:
             raise ConfigError(f"serving.online.max_error_rate: must be between 0 and 1, got {self.max_error_rate}")
+        if not 0.5 <= self.confidence < 1:
+            raise ConfigError(f"serving.online.confidence: must be at least 0.5 and under 1 (e.g. 0.95), got "
+                              f"{self.confidence!r}")
         if self.min_labelled < 1:
             raise ConfigError(f"serving.online.min_labelled: must be >= 1, got {self.min_labelled}")
         if self.max_metric_regression is not None and self.max_metric_regression < 0:
