@@ -27,6 +27,7 @@ from mlassets.defs.lookup import (
 )
 from mlassets.defs.one_candidate import stop_reason, stopped
 from mlassets.defs.partitions import data_versions
+from mlassets.defs.verdict import GATE_TAG, verdict
 
 
 def rejection(name: str, version: str, label: str, gate: GateResult, live: str | None) -> str:
@@ -71,7 +72,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             again = {RETRAIN_OF_TAG: context.run.tags[AGAIN_TAG]} if AGAIN_TAG in context.run.tags else {}
             version = versions.register(
                 name, candidate.model_uri, record, description=versions.describe(record, label, url),
-                links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label, ROOT_RUN_TAG: root, **again})
+                links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label, ROOT_RUN_TAG: root, **again,
+                       GATE_TAG: verdict(gate)})  # readable beside the record's tags: passed or rejected
         if gate.passed:
             versions.set_alias(name, versions.CHALLENGER, version.version)
         mlflow.set_tag("registered_version", version.version)

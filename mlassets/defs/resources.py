@@ -14,7 +14,7 @@ from mlassets.defs.fleet import grace_s
 from mlassets.defs.jobs import STOPPED_TAG
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
-from mlassets.defs.verdict import GATE_TAG, REJECTED
+from mlassets.defs.verdict import GATE_TAG, REJECTED, keep_verdict
 
 if TYPE_CHECKING:
     from dagster_mlflow.resources import MlFlow
@@ -70,7 +70,7 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     resource = MlFlow(context)
     started = mlflow.active_run()
     if started is not None and context.dagster_run is not None:  # named after its data version; links back
-        mlflow.set_tags(tags_for_dagster_run(context.dagster_run))
+        mlflow.set_tags(keep_verdict(tags_for_dagster_run(context.dagster_run)))
     try:
         yield resource
     finally:

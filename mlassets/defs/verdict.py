@@ -91,10 +91,33 @@ def tag_mlflow_run(gate: GateResult) -> None:
     active = mlflow.active_run()
     if active is None:
         return
-    previous = mlflow.get_run(active.info.run_id).data.tags.get(NOTE_TAG, "")
-    if previous.startswith("Rejected: "):  # a re-execution of the step: one verdict line
-        previous = previous.split("\n\n", 1)[1] if "\n\n" in previous else ""
     tags = {GATE_TAG: verdict(gate)}
     if not gate.passed:
-        tags[NOTE_TAG] = run_description(gate, previous)[:5000]
+        tags[NOTE_TAG] = run_description(gate, _without_verdict(_note(active.info.run_id)))[:5000]
     mlflow.set_tags(tags)
+
+
+def keep_verdict(tags: dict[str, str]) -> dict[str, str]:
+    """``tags`` to set on the active MLflow run, a new description keeping the run's ``Rejected: …`` line first."""
+    import mlflow
+
+    active = mlflow.active_run()
+    if active is None or NOTE_TAG not in tags:
+        return tags
+    first = _note(active.info.run_id).split("\n\n", 1)[0]
+    if not first.startswith("Rejected: "):
+        return tags
+    return {**tags, NOTE_TAG: f"{first}\n\n{_without_verdict(tags[NOTE_TAG])}"[:5000]}
+
+
+def _note(run_id: str) -> str:
+    import mlflow
+
+    return mlflow.get_run(run_id).data.tags.get(NOTE_TAG, "")
+
+
+def _without_verdict(note: str) -> str:
+    """A description without its ``Rejected: …`` line (a step run again writes one verdict line)."""
+    if note.startswith("Rejected: "):
+        return note.split("\n\n", 1)[1] if "\n\n" in note else ""
+    return note
