@@ -129,7 +129,8 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                 records, looked = await asyncio.get_running_loop().run_in_executor(lookups, lookup.fill, records)
                 if looked:
                     retrieval = (looked_at, time.time_ns(), looked)
-            frame = rows.to_rows(records, schema, settings.max_rows)  # one DataFrame per pass, not per request
+            frame = rows.to_rows(records, schema, settings.max_rows,  # one DataFrame per pass, not per request
+                                 settings.ignore_extra_columns)
             if own is not None:
                 own.queued()
             metrics.queue_depth.set(batcher.depth + 1)

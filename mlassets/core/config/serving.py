@@ -64,6 +64,7 @@ class ServingConfig:
     batch_wait_ms: float = 2.0  # the longest a request waits for others while more are on their way
     max_rows: int = 1000  # rows of one request
     max_body_bytes: int = 1_048_576  # size of one request body
+    ignore_extra_columns: bool = False  # drop columns the model does not take (a whole CSV row) instead of a 422
     swap_poll_s: float = 2.0  # how often the promotion log is read for a new champion
     downstream_url: str = ""  # a URL each request waits on (a dependency, traced as its own span); "": none
     downstream_timeout_ms: float = 1000.0
