@@ -3,9 +3,9 @@
 
 A row binds the version number to what it was registered as: its MLflow run, its source (the logged model),
 a sha256 of its registry record's tags and the seal of its model folder (``seal``: every file's sha256 and one
-digest over them). A model folder copied and registered by hand, under any name or
-number, has no row; a version whose tags were edited no longer matches its row. Every loader and ``promote``
-call ``check`` (``versions.verified_bundle_dir``, ``pyfunc_loader``, ``promote.promote``).
+digest over them). A model folder copied and registered by hand, under any name or number, has no row; a version
+whose tags were edited no longer matches its row. Every loader and ``promote`` call ``check``
+(``versions.verified_bundle_dir``, ``pyfunc_loader``, ``promote.promote``); they check the seal with ``seal.verify``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
 
 REGISTER = "register"
+SEAL = "seal"  # the key of a row that holds its model folder's seal (``seal.seal_of``)
 ANCHOR_TAG = "mlassets.registration_log_head"
 
 
@@ -56,7 +57,7 @@ def record(version: ModelVersion, log: PromotionLog | None = None, who: str = ""
         return found[0]
     from mlassets.core.registry import seal
 
-    row = {**binding(version), seal.SEAL_KEY: seal.seal_of(seal.model_folder(version))}
+    row = {**binding(version), SEAL: seal.seal_of(seal.model_folder(version))}
     entry = log.append_next(name, {"action": REGISTER, "to_version": number, "who": who or None,
                                     "reason": _canonical(row)})
     head = log.head(name) or entry
@@ -96,7 +97,7 @@ def check(version: ModelVersion, log: PromotionLog | None = None) -> None:
                             "registration history has no entry for it (a model registered by hand, or copied under "
                             "another name or number); refusing it")
     held, now = json.loads(rows[0].reason), binding(version)
-    changed = [k for k in sorted(held) if k != "seal" and held[k] != now.get(k)]
+    changed = [k for k in sorted(held) if k != SEAL and held[k] != now.get(k)]
     if changed:
         raise RegistryError(f"model {name!r} version {number}: its {', '.join(changed)} differ from what mlassets "
                             f"registered (registration history seq {rows[0].seq}); refusing it")

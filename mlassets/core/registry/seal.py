@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
 
 UNSEALED = frozenset({"registered_model_meta"})  # MLflow writes it into the folder at every registry load
-SEAL_KEY = "seal"  # the key of a registration row's binding that holds the seal
 
 
 class SealBroken(RegistryError):
@@ -71,7 +70,7 @@ def recorded(version: ModelVersion) -> dict[str, Any]:
     """The seal the registration history holds for ``version`` (``SealBroken`` when its row has none)."""
     from mlassets.core.registry import registrations
 
-    seal = registrations.bound(version).get(SEAL_KEY)
+    seal = registrations.bound(version).get(registrations.SEAL)
     where = f"model {version.name!r} version {version.version}"
     if not isinstance(seal, dict) or not isinstance(seal.get("files"), dict):
         raise SealBroken(f"{where} has no seal of its model folder in the registration history (registered before "
