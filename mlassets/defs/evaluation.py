@@ -79,7 +79,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         live = promote.live_version(name)
         dirs = {"candidate": bundle_path(candidate.model_uri)}
         if live:
-            dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
+            dirs["champion"] = versions.verified_bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         record = {"champion_version": live, "data_version": version,
                   "dropped_missing_target": features.dropped_missing_target}
