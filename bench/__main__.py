@@ -1,7 +1,8 @@
-"""``python -m bench [names...] [--list]``: run the benchmarks and print one table.
+"""``python -m bench [names...] [--list] [--smoke]``: run the benchmarks and print one table.
 
 Exit code 0 even when goals are missed (this is a report); 1 when a benchmark crashed, which includes the work
-it timed failing (``bench.checks``): its row then says CRASHED and names the failure, with no figure.
+it timed failing (``bench.checks``): its row then says CRASHED and names the failure, with no figure. ``--smoke``
+runs each at its toy size (``bench.registry.toy``) and judges no goal: a check that every gauge still works.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import importlib
 import math
 import os
+import pkgutil
 import sys
 import tempfile
 import traceback
@@ -18,15 +20,11 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 from bench.checks import expect
-from bench.registry import Benchmark, registered
+from bench.registry import Benchmark, registered, smoke_mode
 
-# add new bench/*.py modules here
-MODULES: tuple[str, ...] = (
-    "bench.orchestration", "bench.evaluation", "bench.store", "bench.features", "bench.training",
-    "bench.diagnose", "bench.snapshot", "bench.own_model", "bench.startup", "bench.stream",
-    "bench.gbdt", "bench.scale", "bench.scale_commands", "bench.ingest", "bench.latency_gate", "bench.serving",
-    "bench.fleet",
-)
+# every bench/*.py module: importing one registers its benchmarks (a new module needs no list)
+MODULES: tuple[str, ...] = tuple(f"bench.{m.name}" for m in pkgutil.iter_modules([os.path.dirname(__file__)])
+                                 if not m.name.startswith("_"))
 _ENV = ("MLASSETS_HOME", "DAGSTER_HOME", "MLFLOW_TRACKING_URI", "MLASSETS_CONFIGS")  # a benchmark may set them
 HEADER = ("name", "measured", "goal", "met?", "detail")
 
@@ -50,10 +48,11 @@ def fresh_home() -> Iterator[str]:
                     os.environ[var] = value
 
 
-def run_one(bench: Benchmark) -> tuple[tuple[str, ...], bool]:
-    """Run one benchmark in a fresh home; return its table row and whether it crashed."""
+def run_one(bench: Benchmark, smoke: bool = False) -> tuple[tuple[str, ...], bool]:
+    """Run one benchmark in a fresh home (at its toy size with ``smoke``); return its table row and whether it
+    crashed. A smoke row's verdict is ``smoke``: no goal is judged on a toy size."""
     try:
-        with fresh_home():
+        with fresh_home(), smoke_mode(smoke):
             result = bench.fn()
         value = float(result.value)
         expect(math.isfinite(value) and value >= 0, f"{bench.name}'s figure is {value}, not a measurement")
@@ -62,6 +61,8 @@ def run_one(bench: Benchmark) -> tuple[tuple[str, ...], bool]:
         traceback.print_exc()
         return (bench.name, "CRASHED", bench.goal_text(), "error", f"{type(exc).__name__}: {exc}"), True
     measured, detail = f"{value:.3g} {result.unit}", result.detail
+    if smoke:
+        return (bench.name, measured, bench.goal_text(result.unit), "smoke", detail), False
     if result.interval is not None:
         measured += f" [{result.interval.low:.3g}, {result.interval.high:.3g}]"
         detail = f"{result.interval.verdict(bench.target, bench.better)}: {result.interval.text()}; {detail}"
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None, modules: Sequence[str] = MODULES) ->
     parser.add_argument("names", nargs="*", help="benchmarks, or groups (a module's name: startup, training, ...), "
                                                 "to run (default: all)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes, no goal judged: check that each still works")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
@@ -104,7 +106,7 @@ def main(argv: Sequence[str] | None = None, modules: Sequence[str] = MODULES) ->
     rows, crashed = [], False
     for bench in chosen:
         print(f"bench: running {bench.name} ...", file=sys.stderr, flush=True)
-        row, failed = run_one(bench)
+        row, failed = run_one(bench, smoke=args.smoke)
         rows.append(row)
         crashed |= failed
     print(format_table(rows), flush=True)
