@@ -33,8 +33,9 @@ def test_every_slow_name_is_a_benchmark() -> None:
 
 @pytest.mark.parametrize("bench", [_param(b) for b in registered()])
 def test_benchmark_smoke(bench) -> None:
-    row, crashed = run_one(bench, smoke=True)
+    row, crashed, entry = run_one(bench, smoke=True)
     assert not crashed, f"{bench.name} crashed at its toy size: {row[-1]}"
     name, measured, _, verdict, _ = row
     assert (name, verdict) == (bench.name, "smoke")
-    assert math.isfinite(float(measured.split()[0]))
+    assert math.isfinite(float(measured.split()[0])) and entry["value"] == pytest.approx(float(measured.split()[0]),
+                                                                                         rel=1e-2)
