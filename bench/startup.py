@@ -10,7 +10,7 @@ the same run (``python -m bench startup`` prints them together).
   own launch of a trivial job from a sensor on a bare daemon (``bench.launch_anchor``), measured first.
 
 Each command runs in a fresh interpreter; the figure is the median of ``REPEATS`` calls, alternated with its anchor.
-Smoke mode: one call of each, not warmed; a demo of two months (a twentieth of each).
+Smoke mode: one call of each, not warmed; a demo of one month (a twentieth of it).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def demo_home() -> dict:
 
 
 def _demo(home: str) -> dict:
-    """Play three months (a fifth of each; smoke: two, a twentieth) in this process; its months, wall time and the
+    """Play three months (a fifth of each; smoke: one, a twentieth) in this process; its months, wall time and the
     steps' compute."""
     from bench.orchestration import step_compute_seconds
     from mlassets.cli.demo import run_demo
@@ -98,7 +98,7 @@ def _demo(home: str) -> dict:
     try:
         cfg = load_config(shipped_configs()["flights"])
         cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=toy(0.2, 0.05)))
-        months = cfg.dataset.partitions.keys[:toy(3, 2)]
+        months = cfg.dataset.partitions.keys[:toy(3, 1)]
         with get_instance() as instance:
             started = time.perf_counter()
             rows = run_demo(instance, cfg, months, {}, progress=lambda _: None)

@@ -14,11 +14,15 @@ from bench.registry import registered
 for _module in MODULES:
     importlib.import_module(_module)
 
-# Smoke runs that take tens of seconds (daemons, servers, torchrun, subprocess pipelines): in `make test`, not in
-# `make test-fast`.
+# Smoke runs that take more than ~10 s on 2 busy cores (daemons, servers, torchrun, subprocess pipelines, a demo; as
+# measured at load ~10): in `make test`, not in `make test-fast`. Benchmarks that share a measurement (the scale_*
+# stages, the startup demo home) are listed together, so that test-fast never makes one for a single row.
 SLOW = frozenset({
     "scale_memory", "scale_time", "scale_run_memory", "ingest_overhead", "orchestration_overhead",
     "scaling_2_ranks_compute_bound", "scaling_2_ranks_comm_bound", "fleet_preemption", "fleet_lease_release",
+    "training_throughput", "plugin_throughput", "latency_gate_flips", "commit_to_champion", "versions_speed",
+    "history_speed", "demo_overhead", "code_location_load", "serving_added_latency_p50",
+    "serving_batching_throughput", "serving_span_sum_ratio", "serving_swap_failed_requests",
 })
 
 
