@@ -5,7 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
-from mlassets.core.diagnose.serving_verdict import verdict
+from mlassets.core.diagnose.serving_verdict import recorded
 from mlassets.core.diagnose.spans import ENDPOINT, requests, slow_vs_fast, stage_table, too_few_for_p99, variants
 
 st.title("Serving latency")
@@ -34,7 +34,7 @@ else:
     st.plotly_chart(px.bar(table.drop(index="total").reset_index(names="stage"), x="stage", y=["p50_ms", "p99_ms"],
                            barmode="group", title="p50 and p99 per stage (ms)"), key="stage-chart")
     comparison = slow_vs_fast(reqs)
-    if kind == ENDPOINT and (found := verdict(reqs)) is not None:  # `mlassets serve`'s requests: the source's terms
+    if kind == ENDPOINT and (found := recorded(spans, variant)) is not None:  # `mlassets serve`'s: the source's terms
         st.subheader(f"Verdict: {found.headline}", anchor="verdict")
         st.markdown(found.sentence())
     if comparison is None:

@@ -8,14 +8,14 @@ from pathlib import Path
 from mlassets.core import paths
 from mlassets.core.diagnose import spans
 from mlassets.core.diagnose.serving_example import SENTENCE, seed_p99_spans
-from mlassets.core.diagnose.serving_verdict import LABELS, verdict
+from mlassets.core.diagnose.serving_verdict import LABELS, recorded
 from mlassets.serve.build import TRACE_FILE
 
 
 def report(frame, title: str) -> str:  # noqa: ANN001 - the spans DataFrame
     """The lines ``diagnose --serving`` prints for ``frame`` (``spans.read_spans`` rows)."""
     reqs = spans.requests(frame, spans.ENDPOINT)
-    found = verdict(reqs)
+    found = recorded(frame)
     if found is None:
         return f"{title}: {len(reqs)} endpoint request(s) traced; at least 2 are needed to compare"
     lines = [f"{title}: {len(reqs)} endpoint requests", "", f"{'span':<18}{'p50 ms':>9}{'p99 ms':>9}"
@@ -26,6 +26,8 @@ def report(frame, title: str) -> str:  # noqa: ANN001 - the spans DataFrame
             continue
         p50, p99 = found.table.loc[stage, "p50_ms"], found.table.loc[stage, "p99_ms"]
         lines.append(f"{LABELS[stage]:<18}{p50:>9.1f}{p99:>9.1f}{found.slow[stage]:>10.1f}{fast[stage]:>10.1f}")
+    if found.saturated:  # moved off the stages above: their slow/fast columns keep the CPU time they used
+        lines.append(f"{LABELS['cpu_wait']:<18}{'':>18}{found.slow['cpu_wait']:>10.1f}{fast['cpu_wait']:>10.1f}")
     lines.append(f"{'request':<18}{found.p50_ms:>9.1f}{found.p99_ms:>9.1f}")
     if len(answered := spans.variants(frame, spans.ENDPOINT)) > 1:  # an online test: each variant's own figures
         lines.append("")

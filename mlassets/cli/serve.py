@@ -14,6 +14,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mlassets.serve.load import ServingError
+    from mlassets.serve.telemetry import stamped_http
 
     try:
         app = build(args.model, args.config)
@@ -24,7 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"serving {model.name} v{model.version} ({model.basis}) on http://{args.host}:{args.port} "
           f"(POST /invocations, /predict; GET /health, /ready, /metrics); traces in {paths.home() / TRACE_FILE}",
           flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, http=stamped_http())
     return 0
 
 

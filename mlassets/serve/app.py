@@ -25,13 +25,14 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from mlassets.core.config.serving import ServingConfig
+from mlassets.core.diagnose.host import Sampler, on_thread
 from mlassets.core.train.outputs import class_frame
 from mlassets.serve import rows
 from mlassets.serve.batcher import Batcher, Stopped
 from mlassets.serve.features import FeatureLookup
 from mlassets.serve.online_router import Online, fixed
 from mlassets.serve.swap import Champion
-from mlassets.serve.telemetry import Metrics, RequestTrace
+from mlassets.serve.telemetry import FIRST_BYTE, Metrics, RequestTrace
 
 LOG = logging.getLogger("mlassets.serve")
 TRACE_HEADER = "x-trace-id"
@@ -106,10 +107,14 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                   telemetry={"tracing": False, "metrics": False, "logs": False})  # our own spans, one root each
     app.state.batcher, app.state.champion, app.state.metrics, app.state.online = batcher, champion, metrics, tests
     app.state.lookup = lookup
+    host = Sampler()
 
     async def score(request: Request, route: str, parse: Callable[[Any], list]) -> Response:
         start = time.time_ns()
-        span = RequestTrace(start, route)
+        arrived = min(request.scope.get(FIRST_BYTE) or start, start)  # its first bytes read (``stamped_http``)
+        span = RequestTrace(arrived, route)
+        if arrived < start:
+            span.stage("receive", arrived, start)
         headers = {TRACE_HEADER: span.trace_id}
         status, answer, content = 200, {}, b""
         run = tests.running  # read once: the test may end while this request runs
@@ -123,14 +128,19 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                 raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
                                            "send application/json")
             body = await _body(request, settings.max_body_bytes)
+            cpu = time.thread_time_ns()  # the loop thread's CPU for this request's own (synchronous) work
             records = parse(rows.parse_json(body))
+            parsed_cpu = time.thread_time_ns() - cpu
             if lookup is not None:  # rows that give a table's key instead of its columns
                 looked_at = time.time_ns()
-                records, looked = await asyncio.get_running_loop().run_in_executor(lookups, lookup.fill, records)
+                (records, looked), looked_cpu = await asyncio.get_running_loop().run_in_executor(
+                    lookups, on_thread, lookup.fill, records)
                 if looked:
-                    retrieval = (looked_at, time.time_ns(), looked)
+                    retrieval = (looked_at, time.time_ns(), looked, looked_cpu)
+            cpu = time.thread_time_ns()
             frame = rows.to_rows(records, schema, settings.max_rows,  # one DataFrame per pass, not per request
                                  settings.ignore_extra_columns)
+            checked_cpu = time.thread_time_ns() - cpu
             if own is not None:
                 own.queued()
             metrics.queue_depth.set(batcher.depth + 1)
@@ -158,17 +168,18 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                     if run.variant == "shadow" and theirs is not None:
                         tests.shadow(run, frame, span.trace_id, theirs)  # its task queues the arrival
                         theirs = None
+            cpu = time.thread_time_ns()
             if retrieval is None:
-                span.stage("preprocessing", start, queued_ns, rows=len(frame))
+                span.stage("preprocessing", start, queued_ns, parsed_cpu + checked_cpu, rows=len(frame))
             else:  # laid end to end: parsing, the lookup, then the rows checked
-                span.stage("preprocessing", start, retrieval[0], rows=len(frame))
-                span.stage("feature_retrieval", retrieval[0], retrieval[1], rows=retrieval[2])
-                span.stage("preprocessing", retrieval[1], queued_ns)
+                span.stage("preprocessing", start, retrieval[0], parsed_cpu, rows=len(frame))
+                span.stage("feature_retrieval", retrieval[0], retrieval[1], retrieval[3], rows=retrieval[2])
+                span.stage("preprocessing", retrieval[1], queued_ns, checked_cpu)
             span.batch(queued_ns, timing)
             answer = {"predictions": _jsonable(predicted), "model": champion.name, "version": version,
                       "trace_id": span.trace_id}
             content = json.dumps(answer).encode()  # from the pass's end: the answer handed back, then serialized
-            span.stage("postprocessing", timing.done_ns, time.time_ns())
+            span.stage("postprocessing", timing.done_ns, time.time_ns(), time.thread_time_ns() - cpu)
             if client is not None:
                 down = time.time_ns()
                 reply = await client.get(settings.downstream_url)
@@ -195,9 +206,9 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         if status != 200:
             content = json.dumps(answer).encode()
         end = time.time_ns()
-        span.end(end, status=status, variant=variant)
+        span.end(end, status=status, variant=variant, **host.sample().attributes())
         metrics.requests.labels(route, str(status), variant).inc()
-        metrics.latency.labels(route, variant).observe((end - start) / 1e9)
+        metrics.latency.labels(route, variant).observe((end - arrived) / 1e9)
         return Response(content, status, headers, media_type="application/json")
 
     async def invocations(request: Request) -> Response:

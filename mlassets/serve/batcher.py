@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from mlassets.core.diagnose.host import on_thread
 from mlassets.serve.rows import Rows
 
 if TYPE_CHECKING:
@@ -30,13 +31,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Timing:
-    """Clock points (``time.time_ns``) of one forward pass, and its size."""
+    """Clock points (``time.time_ns``) of one forward pass, and its size; the CPU time its thread used (-1:
+    unknown) and when the batcher held the batch open for arriving requests (``held_from_ns`` to ``held_to_ns``)."""
 
     start_ns: int
     preprocessed_ns: int
     done_ns: int
     rows: int
     requests: int
+    cpu_ns: int = -1
+    held_from_ns: int = 0
+    held_to_ns: int = 0
 
 
 @dataclass
@@ -128,11 +133,12 @@ class Batcher:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
+            held = time.time_ns()
             if self.enabled:
                 await self._gather()
             jobs = self._take()
             self._inflight = jobs
-            await self._run(jobs)
+            await self._run(jobs, (held, time.time_ns()) if self.enabled else (0, 0))
             self._inflight = []
 
     async def _gather(self) -> None:
@@ -167,11 +173,12 @@ class Batcher:
             frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         return self.run(frame)
 
-    async def _run(self, jobs: list[_Job]) -> None:
+    async def _run(self, jobs: list[_Job], held: tuple[int, int] = (0, 0)) -> None:
         loop = asyncio.get_running_loop()
         start = time.time_ns()
         try:
-            answer, preprocessed, version = await loop.run_in_executor(self._pool, self._pass, [j.frame for j in jobs])
+            (answer, preprocessed, version), cpu = await loop.run_in_executor(
+                self._pool, on_thread, self._pass, [j.frame for j in jobs])
         except Exception as exc:  # noqa: BLE001 - a bad pass must not take the others with it
             if len(jobs) > 1:  # one request's rows broke the pass: run each alone, only it fails
                 for job in jobs:
@@ -180,7 +187,7 @@ class Batcher:
             if not jobs[0].future.done():
                 jobs[0].future.set_exception(exc)
             return
-        timing = Timing(start, preprocessed, time.time_ns(), sum(len(j.frame) for j in jobs), len(jobs))
+        timing = Timing(start, preprocessed, time.time_ns(), sum(len(j.frame) for j in jobs), len(jobs), cpu, *held)
         if self.on_batch is not None:
             self.on_batch(timing)
         offset = 0

@@ -10,11 +10,14 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+from mlassets.serve.telemetry import stamped_http
+
 
 @contextlib.contextmanager
 def running(app: FastAPI) -> Iterator[str]:
     """``http://127.0.0.1:PORT`` while ``app`` serves; stopped (lifespan ended) on exit."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False,
+                                           http=stamped_http()))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:

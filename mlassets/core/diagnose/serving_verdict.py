@@ -3,8 +3,12 @@ the host, from its per-request spans.
 
 The source's method: take the slow requests (p99 and above), compare their spans with fast ones (p50 and below)
 and say where the extra time accumulates. The stage that gains the most is the cause; a second one gaining at
-least half as much is named with it ("batching or a dependency"). Time outside every span, or in the service's own
-pre/post-processing, is the host's (CPU contention, the event loop). The model is cleared by name when it is not
+least half as much is named with it ("batching or a dependency"), and so is a waiting stage (the batch queue, a
+dependency, feature retrieval) that holds a large share of the slow requests' time even when the fast ones wait as
+long. Time outside every span, reading the request, or in the service's own pre/post-processing, is the host's
+(CPU contention, the event loop). On a saturated host (``host.Pressure``) a CPU-bound stage's wall time beyond its
+CPU time, and the batch queue's matching share of its wait behind passes, were spent waiting for a CPU: they are
+the host's, named with the pressure, and no stage is blamed for them. The model is cleared by name when it is not
 the cause: the source's point is that a slow p99 is often not the model.
 """
 
@@ -14,10 +18,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mlassets.core.diagnose.spans import ENDPOINT_STAGES, slow_vs_fast, stage_table
+from mlassets.core.diagnose.host import Pressure, attribute, pressure_of, pressures
+from mlassets.core.diagnose.spans import ENDPOINT, requests, stage_table
 
 CAUSE = {"batch_queue": "batching", "downstream": "a dependency", "feature_retrieval": "feature retrieval",
-         "model": "the model", "preprocessing": "the host", "postprocessing": "the host", "other": "the host"}
+         "model": "the model", "preprocessing": "the host", "postprocessing": "the host", "other": "the host",
+         "receive": "the host", "cpu_wait": "the host"}
 NEXT = {
     "batching": "inspect the queue depth (mlassets_serving_queue_depth) and the batch settings "
                 "(serving.batch_wait_ms, serving.max_batch_size)",
@@ -27,7 +33,11 @@ NEXT = {
     "the host": "look for CPU contention on the host (other processes, threads) before touching the model",
 }
 LABELS = {"feature_retrieval": "feature retrieval", "preprocessing": "preprocessing", "batch_queue": "batch queue",
-          "model": "model", "postprocessing": "post-processing", "downstream": "downstream", "other": "outside spans"}
+          "model": "model", "postprocessing": "post-processing", "downstream": "downstream", "other": "outside spans",
+          "receive": "receive (HTTP)", "cpu_wait": "waiting for a CPU"}
+CPU_BOUND = ("preprocessing", "model", "postprocessing")  # their wall beyond their CPU, on a saturated host, is waiting
+WAITING = ("batch_queue", "downstream", "feature_retrieval")  # named by their share of a slow request too
+SHARE_OF_STAGES, SHARE_OF_REQUEST = 0.2, 0.1
 
 
 @dataclass(frozen=True)
@@ -35,9 +45,14 @@ class ServingVerdict:
     causes: list[str]  # in the source's terms, the larger first
     p50_ms: float
     p99_ms: float
-    slow: pd.Series  # mean ms per stage of the slow requests
+    slow: pd.Series  # mean ms per stage of the slow requests (``cpu_wait``: moved off the stages to the host)
     extra: pd.Series  # slow - fast per stage
     table: pd.DataFrame  # p50/p99 per stage
+    host: Pressure | None = None  # the host's pressure under the slow requests, when recorded
+
+    @property
+    def saturated(self) -> bool:
+        return self.host is not None and self.host.saturated
 
     @property
     def headline(self) -> str:
@@ -45,22 +60,64 @@ class ServingVerdict:
         return causes if "the model" in self.causes else f"{causes}, not the model"
 
     def sentence(self) -> str:
-        parts = " + ".join(f"{LABELS[s]} {self.slow[s]:.0f}" for s in (*ENDPOINT_STAGES, "other")
-                           if round(float(self.slow[s])) > 0)
+        parts = " + ".join(f"{LABELS[s]} {self.slow[s]:.0f}" for s in self.slow.index if round(float(self.slow[s])) > 0)
         gains = ", ".join(f"{LABELS[s]} +{v:.0f} ms" for s, v in self.extra.sort_values(ascending=False).items()
                           if round(float(v)) > 0)
+        host = ""
+        if self.saturated and self.host is not None:
+            host = (f" The host is saturated: {self.host.sentence()}; {self.slow.get('cpu_wait', 0.0):.0f} ms of a "
+                    "slow request waited for a CPU and is counted as the host's, not a stage's.")
         return (f"median request {self.p50_ms:.0f} ms, p99 {self.p99_ms:.0f} ms = {parts} ms. Against the "
                 f"median ones, slow requests gain {gains or 'nothing in any span'}: the issue is {self.headline} "
-                f"(model {self.slow['model']:.0f} ms at p99, {self.extra['model']:+.0f} ms). Next: "
-                f"{NEXT[self.causes[0]]}.")
+                f"(model {self.slow['model']:.0f} ms at p99, {self.extra['model']:+.0f} ms).{host} Next: "
+                f"{self.next_step()}.")
+
+    def next_step(self) -> str:
+        if self.causes[0] == "the host" and self.saturated and self.host is not None:
+            return (f"free CPUs on the host ({self.host.sentence()}: other processes, the serving threads) or move "
+                    "the endpoint before tuning any stage")
+        return NEXT[self.causes[0]]
 
 
-def verdict(reqs: pd.DataFrame) -> ServingVerdict | None:
-    """The verdict of an endpoint's requests (``spans.requests(frame, ENDPOINT)``); None with fewer than 2."""
-    comparison = slow_vs_fast(reqs)
-    if comparison is None:
+def _off_the_stages(work: pd.DataFrame, cpu: pd.DataFrame | None, window: pd.Series | None) -> pd.DataFrame:
+    """``work`` with the time spent waiting for a CPU moved from the stages into ``cpu_wait``."""
+    work = work.copy()
+    work["cpu_wait"] = 0.0
+    if cpu is None:
+        return work
+    walls, waits = pd.Series(0.0, index=work.index), pd.Series(0.0, index=work.index)
+    for stage in CPU_BOUND:
+        if stage not in cpu:
+            continue
+        used = cpu[stage].reindex(work.index)
+        waited = (work[stage] - used).clip(lower=0.0).fillna(0.0)
+        walls += work[stage].where(used.notna(), 0.0)
+        waits += waited
+        work[stage] -= waited
+    share = (waits / walls.where(walls > 0)).fillna(0.0)  # of the passes' and handlers' time, waiting for a CPU
+    held = window.reindex(work.index).fillna(0.0) if window is not None else 0.0
+    behind = (work["batch_queue"] - held).clip(lower=0.0) * share  # queued behind passes that waited for a CPU
+    work["batch_queue"] -= behind
+    work["cpu_wait"] = waits + behind
+    return work
+
+
+def verdict(reqs: pd.DataFrame, cpu: pd.DataFrame | None = None, pressure: pd.DataFrame | None = None,
+            window: pd.Series | None = None) -> ServingVerdict | None:
+    """The verdict of an endpoint's requests (``spans.requests(frame, ENDPOINT)``); None with fewer than 2.
+
+    ``cpu``: CPU ms per request and stage, ``pressure``: the host's per request, ``window``: ms each request's
+    batch queue was held open for others (``host.attribute``/``host.pressures``; ``recorded`` reads all three)."""
+    if len(reqs) < 2:
         return None
-    extra = comparison.extra.clip(lower=0.0)
+    p50, p99 = float(reqs["total"].quantile(0.5)), float(reqs["total"].quantile(0.99))
+    slow_ids, fast_ids = reqs.index[reqs["total"] >= p99], reqs.index[reqs["total"] <= p50]
+    host = pressure_of(pressure.reindex(slow_ids)) if pressure is not None else None
+    work = reqs.drop(columns="total")
+    saturated = host is not None and host.saturated
+    work = _off_the_stages(work, cpu if saturated else None, window)
+    slow, fast = work.loc[slow_ids].mean(), work.loc[fast_ids].mean()
+    extra = (slow - fast).clip(lower=0.0)
     ranked = extra.sort_values(ascending=False)
     top = float(ranked.iloc[0])
     causes: list[str] = []
@@ -68,5 +125,20 @@ def verdict(reqs: pd.DataFrame) -> ServingVerdict | None:
         cause = CAUSE[str(stage)]
         if (not causes or (top > 0 and gain >= top / 2)) and cause not in causes:
             causes.append(cause)
-    return ServingVerdict(causes, comparison.p50_ms, comparison.p99_ms, comparison.slow, comparison.extra,
-                          stage_table(reqs))
+    staged = float(slow.drop(["other", "cpu_wait", "receive"], errors="ignore").sum())
+    for stage in sorted(WAITING, key=lambda s: -slow.get(s, 0.0)):
+        share = float(slow.get(stage, 0.0))
+        if share >= SHARE_OF_STAGES * staged and share >= SHARE_OF_REQUEST * float(slow.sum()) and share > 0:
+            if CAUSE[stage] not in causes:
+                causes.append(CAUSE[stage])
+    if saturated and "the host" not in causes:
+        causes.append("the host")
+    return ServingVerdict(causes, p50, p99, slow, slow - fast, stage_table(reqs), host)
+
+
+def recorded(frame: pd.DataFrame, variant: str | None = None) -> ServingVerdict | None:
+    """The verdict of the endpoint requests in ``frame`` (``spans.read_spans`` rows; answered by ``variant`` if
+    given), with the CPU time, batch window and host pressure their spans recorded."""
+    window = attribute(frame, ENDPOINT, "window_ms", ("batch_queue",))["batch_queue"]
+    return verdict(requests(frame, ENDPOINT, variant), attribute(frame, ENDPOINT, "cpu_ms", CPU_BOUND),
+                   pressures(frame, ENDPOINT), window)

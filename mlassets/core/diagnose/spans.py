@@ -25,7 +25,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 STAGES = ("read", "preprocessing", "model", "write")
 WAITING = {"read", "write"}  # I/O: time waiting on storage; the others compute
 ENDPOINT = "endpoint_request"  # the root span of one request to ``mlassets serve``
-ENDPOINT_STAGES = ("feature_retrieval", "preprocessing", "batch_queue", "model", "postprocessing", "downstream")
+ENDPOINT_STAGES = ("receive", "feature_retrieval", "preprocessing", "batch_queue", "model", "postprocessing",
+                   "downstream")
 _WAITS = {"read": "waiting on storage (I/O)", "write": "waiting on storage (I/O)", "batch_queue": "waiting in a queue",
           "downstream": "waiting on a dependency", "feature_retrieval": "waiting on the feature store"}
 
@@ -137,8 +138,9 @@ def enable(path: Path) -> None:
 
 
 def read_spans(path: Path) -> pd.DataFrame:
-    """One row per span: trace, ids, name, root (the request's top span name), duration in ms."""
-    columns = ["trace_id", "span_id", "parent_id", "name", "start_ns", "duration_ms", "root", "variant"]
+    """One row per span: trace, ids, name, root (the request's top span name), duration in ms, who answered, and
+    the span's attributes (a dict: ``cpu_ms`` of a stage, the host's pressure on a root)."""
+    columns = ["trace_id", "span_id", "parent_id", "name", "start_ns", "duration_ms", "root", "variant", "attributes"]
     if not path.is_file():
         return pd.DataFrame(columns=columns)
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
