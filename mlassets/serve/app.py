@@ -113,8 +113,6 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         start = time.time_ns()
         arrived = min(request.scope.get(FIRST_BYTE) or start, start)  # its first bytes read (``stamped_http``)
         span = RequestTrace(arrived, route)
-        if arrived < start:
-            span.stage("receive", arrived, start)
         headers = {TRACE_HEADER: span.trace_id}
         status, answer, content = 200, {}, b""
         run = tests.running  # read once: the test may end while this request runs
@@ -128,6 +126,8 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                 raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
                                            "send application/json")
             body = await _body(request, settings.max_body_bytes)
+            start = time.time_ns()  # received: from the first bytes to the whole body in the handler
+            span.stage("receive", arrived, start)
             cpu = time.thread_time_ns()  # the loop thread's CPU for this request's own (synchronous) work
             records = parse(rows.parse_json(body))
             parsed_cpu = time.thread_time_ns() - cpu

@@ -1,13 +1,13 @@
 """The endpoint's Prometheus metrics and its per-request OpenTelemetry spans.
 
-Spans of one request (``endpoint_request``) are laid end to end: ``preprocessing`` (body read, parsed, checked;
-then the batch's own preprocessing), ``batch_queue`` (queued until its forward pass starts), ``model``,
-``postprocessing`` and the optional ``downstream`` call, so their sum is the request's time; the root starts when
-the request's first bytes were read (``receive``: the HTTP parsing and the wait for the handler, when the server
-runs ``StampedHTTP``). A stage whose work ran on a thread records ``cpu_ms``, that thread's CPU time; the batch
-queue records ``window_ms``, the part of its wait the batcher held the batch open; the root records the host's
-CPU pressure (``host.Pressure``). The root's ``variant`` says who answered (``champion`` or ``canary``); a
-shadow's scoring is a ``shadow_request`` of its own.
+Spans of one request (``endpoint_request``) are laid end to end: ``receive`` (from the request's first bytes
+read, when the server runs ``stamped_http``, through the HTTP parsing and the wait for the handler to the whole
+body), ``preprocessing`` (parsed, checked; then the batch's own preprocessing), ``batch_queue`` (queued until its
+forward pass starts), ``model``, ``postprocessing`` and the optional ``downstream`` call, so their sum is the
+request's time. A stage whose work ran on a thread records ``cpu_ms``, that thread's CPU time; the batch queue
+records ``window_ms``, the part of its wait the batcher held the batch open; the root records the host's CPU
+pressure (``host.Pressure``). The root's ``variant`` says who answered (``champion`` or ``canary``); a shadow's
+scoring is a ``shadow_request`` of its own.
 """
 
 from __future__ import annotations

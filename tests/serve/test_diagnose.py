@@ -3,7 +3,9 @@ dependency), ``mlassets diagnose --serving`` and the dashboard's serving page.""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,7 +16,7 @@ from mlassets.cli import main
 from mlassets.core import paths
 from mlassets.core.diagnose import spans
 from mlassets.core.diagnose.serving_example import FAST, seed_p99_spans
-from mlassets.core.diagnose.serving_verdict import verdict
+from mlassets.core.diagnose.serving_verdict import recorded, verdict
 from mlassets.core.registry import promote
 from mlassets.serve.build import build
 from tests.core.registry import test_promotion as shared
@@ -131,3 +133,124 @@ def test_an_online_tests_requests_are_told_apart_by_who_answered(tmp_path: Path)
     printed = diagnose_serving.report(frame, "endpoint")
     assert "answered by canary        9.0      9.0   (3 requests)" in printed
     assert "answered by champion      2.0      2.0   (6 requests)" in printed
+
+
+def _load(base: str, body: dict, clients: int, each: int, slow_body_every: int = 0) -> list[int]:
+    """``clients`` threads posting ``body`` ``each`` times; every status. With ``slow_body_every``, that request of
+    each client sends its body in two parts 60 ms apart."""
+    import threading
+    import time
+
+    statuses: list[int] = []
+    raw = json.dumps(body).encode()
+
+    def halves() -> Iterator[bytes]:
+        yield raw[: len(raw) // 2]
+        time.sleep(0.06)
+        yield raw[len(raw) // 2:]
+
+    def loop() -> None:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            for i in range(each):
+                if slow_body_every and i % slow_body_every == slow_body_every - 1:
+                    answer = client.post("/predict", content=halves(), headers={"content-type": "application/json"})
+                else:
+                    answer = client.post("/predict", json=body)
+                statuses.append(answer.status_code)
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    return statuses
+
+
+SLEEPER = """
+import asyncio, sys, uvicorn
+from fastapi import FastAPI
+app = FastAPI()
+@app.get("/")
+async def answer() -> dict:
+    await asyncio.sleep(0.045)
+    return {}
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+"""
+
+
+@contextlib.contextmanager
+def _sleeping_dependency() -> Iterator[str]:
+    """A dependency of one's own in a process of its own, sleeping 45 ms on every request; stopped on exit."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-c", SLEEPER, str(port)])
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, "the dependency did not start"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_a_fast_endpoint_under_a_cpu_hog_is_a_saturated_host_not_batching(reg: Registry) -> None:
+    """Processes spinning on every core for a bounded time while a fast endpoint answers: the verdict names the
+    saturated host, no stage, and gives no batching advice; every request's span starts at its first bytes read."""
+    import os
+    import subprocess
+    import sys
+
+    reg.add(True)
+    promote.promote(reg.name, "1")
+    trace_file = paths.home() / "traces" / "serving.jsonl"
+    trace_file.unlink(missing_ok=True)
+    body = {"rows": json.loads(shared.flights_rows(2, seed=6)[FEATURES].to_json(orient="records"))}
+    spin = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 2)]
+    try:
+        with running(build(reg.name, "flights", poll=False)) as base:
+            statuses = _load(base, body, clients=4, each=20)
+    finally:
+        for hog in hogs:
+            hog.terminate()
+        for hog in hogs:
+            hog.wait(timeout=30)
+    assert statuses == [200] * 80
+    frame = spans.read_spans(trace_file)
+    found = recorded(frame)
+    from mlassets.cli.diagnose_serving import report
+    assert found.saturated and found.causes[0] == "the host", report(frame, "hog")
+    assert "batching" not in found.causes and "batch_wait_ms" not in found.sentence()
+    assert (spans.requests(frame, spans.ENDPOINT)["receive"] > 0).all()
+
+
+def test_the_seeds_situation_on_real_traffic_names_batching_and_the_dependency(reg: Registry) -> None:
+    """A batch window of 55 ms and a dependency of one's own that sleeps 45 ms on every request. The window holds
+    when a request is on its way: one in ten comes from a client that sends its body in two parts 60 ms apart, and
+    the batch its neighbours queued in waits the window for it."""
+    reg.add(True)
+    promote.promote(reg.name, "1")
+    trace_file = paths.home() / "traces" / "serving.jsonl"
+    trace_file.unlink(missing_ok=True)
+    body = {"rows": json.loads(shared.flights_rows(2, seed=6)[FEATURES].to_json(orient="records"))}
+    with _sleeping_dependency() as dependency:
+        with running(build(reg.name, "flights", poll=False, downstream_url=dependency, batch_wait_ms=55.0)) as base:
+            statuses = _load(base, body, clients=6, each=25, slow_body_every=10)
+    assert statuses == [200] * 150
+    frame = spans.read_spans(trace_file)
+    found = recorded(frame)
+    from mlassets.cli.diagnose_serving import report
+    assert {"batching", "a dependency"} <= set(found.causes), report(frame, "seed")
+    assert "the model" not in found.causes
