@@ -65,7 +65,9 @@ def test_each_request_is_traced_in_spans_laid_end_to_end(client: TestClient, reg
     stages = sorted((x for x in mine if x["parent_id"]), key=lambda x: (x["start_ns"], x["end_ns"]))
     assert root["name"] == ROOT and all(x["parent_id"] == root["span_id"] for x in stages)
     names = [x["name"] for x in stages]
-    assert names == ["preprocessing", "batch_queue", "preprocessing", "model", "postprocessing"], names
+    assert names == ["receive", "preprocessing", "batch_queue", "preprocessing", "model", "postprocessing"], names
+    assert all(x["attributes"]["cpu_ms"] >= 0 for x in stages if x["name"] in ("preprocessing", "model"))
+    assert root["attributes"]["cores"] >= 1 and "window_ms" in stages[2]["attributes"]
     assert stages[0]["start_ns"] == root["start_ns"] and stages[-1]["end_ns"] <= root["end_ns"]
     for before, after in zip(stages, stages[1:], strict=False):  # contiguous: their sum is the request's time
         assert after["start_ns"] == before["end_ns"], (before, after)
