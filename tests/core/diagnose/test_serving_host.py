@@ -30,6 +30,10 @@ def test_a_fast_configuration_under_a_hog_blames_the_host_and_no_stage() -> None
     assert "The host is saturated: CPU pressure 95 %, run queue 6 on 2 cores" in sentence
     assert "batch_wait_ms" not in sentence and "profile" not in sentence
     assert found.slow["model"] == pytest.approx(2.0) and found.slow["cpu_wait"] > 90
+    from mlassets.cli.diagnose_serving import report
+
+    printed = report(seed_p99_spans(slow=HOGGED, fast=FAST, cpu=(FAST_CPU, FAST_CPU), pressure=SATURATED), "hog")
+    assert "waiting for a CPU" in printed and "Verdict: the host, not the model" in printed
 
 
 def test_without_the_hosts_pressure_the_same_spans_blame_the_stages() -> None:
