@@ -254,3 +254,34 @@ def test_the_seeds_situation_on_real_traffic_names_batching_and_the_dependency(r
     from mlassets.cli.diagnose_serving import report
     assert {"batching", "a dependency"} <= set(found.causes), report(frame, "seed")
     assert "the model" not in found.causes
+
+
+def test_the_request_trace_starts_when_its_first_bytes_were_read() -> None:
+    """``stamped_http`` puts the first read of each request's bytes in its scope: a head sent in two parts 200 ms
+    apart starts at the first part, on a fresh connection and on a kept-alive one."""
+    import socket
+    import time
+
+    from fastapi.responses import JSONResponse
+
+    from mlassets.serve.telemetry import FIRST_BYTE
+
+    async def stamps(request) -> JSONResponse:  # noqa: ANN001 - a Starlette route, as the endpoint's are
+        return JSONResponse({"first": request.scope.get(FIRST_BYTE), "handler": time.time_ns()})
+
+    app = FastAPI()
+    app.add_route("/", stamps, methods=["GET"])
+
+    with running(app) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as conn:
+            for _ in range(2):
+                sent = time.time_ns()
+                conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+                time.sleep(0.2)
+                conn.sendall(b"\r\n")
+                reply = b""
+                while not reply.endswith(b"}"):
+                    reply += conn.recv(4096)
+                answer = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+                assert sent <= answer["first"] and answer["handler"] - answer["first"] >= 200_000_000
