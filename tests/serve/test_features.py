@@ -167,3 +167,25 @@ def test_a_key_the_store_lacks_is_a_422_naming_it_and_a_new_version_is_read(serv
     assert no_origin.status_code == 422 and "missing key column 'origin' to look up weather" in no_origin.text
     assert bad_time.status_code == 422 and "key 'time_hour' must be a time" in bad_time.text
     assert found.status_code == 200, found.text
+
+
+def test_a_slow_feature_store_is_diagnosed_as_feature_retrieval(reg: Registry, tmp_path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every lookup 150 ms slower (``MLASSETS_FEATURE_DELAY_MS``); one request in ten gives keys: the verdict on
+    the endpoint's own spans is feature retrieval, not batching or the model."""
+    from mlassets.core.diagnose.serving_verdict import recorded
+
+    _app, store, schema = _served(reg, tmp_path)
+    monkeypatch.setenv(DELAY_ENV, "150")
+    (paths.home() / TRACE_FILE).unlink(missing_ok=True)
+    app = create_app(Champion(load_champion(reg.name)), schema, ServingConfig(), poll=False,
+                     lookup=lookup_for(CFG, schema, store))
+    keyed = {**FLIGHT, "time_hour": "2013-01-01T13:00:00Z"}
+    full = {**FLIGHT, "precip": 0.0, "visib": 10.0, "wind_speed": 10.4}
+    with running(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        statuses = [client.post("/predict", json={"rows": [keyed if i % 10 == 9 else full]}).status_code
+                    for i in range(40)]
+    assert statuses == [200] * 40
+    found = recorded(spans.read_spans(paths.home() / TRACE_FILE))
+    assert found.causes[0] == "feature retrieval", report(spans.read_spans(paths.home() / TRACE_FILE), "features")
+    assert not {"batching", "the model"} & set(found.causes)
