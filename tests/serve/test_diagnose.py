@@ -285,3 +285,35 @@ def test_the_request_trace_starts_when_its_first_bytes_were_read() -> None:
                     reply += conn.recv(4096)
                 answer = json.loads(reply.split(b"\r\n\r\n", 1)[1])
                 assert sent <= answer["first"] and answer["handler"] - answer["first"] >= 200_000_000
+
+
+def test_a_model_that_computes_longer_on_some_passes_is_named(reg: Registry) -> None:
+    """Every tenth forward pass spins 150 ms of its thread's CPU: the verdict names the model (a saturated host may
+    be named beside it), not batching or a dependency."""
+    import time
+
+    reg.add(True)
+    promote.promote(reg.name, "1")
+    trace_file = paths.home() / "traces" / "serving.jsonl"
+    trace_file.unlink(missing_ok=True)
+    app = build(reg.name, "flights", poll=False)
+    bundle, passes = app.state.champion.current.bundle, {"n": 0}
+    forward = bundle.forward
+
+    def slow_forward(*args):  # noqa: ANN002, ANN202
+        passes["n"] += 1
+        if passes["n"] % 10 == 0:
+            until = time.thread_time() + 0.15
+            while time.thread_time() < until:
+                pass
+        return forward(*args)
+
+    bundle.forward = slow_forward
+    body = {"rows": json.loads(shared.flights_rows(2, seed=6)[FEATURES].to_json(orient="records"))}
+    with running(app) as base, httpx.Client(base_url=base, timeout=60) as client:
+        statuses = [client.post("/predict", json=body).status_code for _ in range(40)]
+    assert statuses == [200] * 40
+    frame = spans.read_spans(trace_file)
+    found = recorded(frame)
+    from mlassets.cli.diagnose_serving import report
+    assert "the model" in found.causes and not {"batching", "a dependency"} & set(found.causes), report(frame, "m")
