@@ -232,7 +232,7 @@ def test_a_fast_endpoint_under_a_cpu_hog_is_a_saturated_host_not_batching(reg: R
     found = recorded(frame)
     from mlassets.cli.diagnose_serving import report
     assert found.saturated and found.causes[0] == "the host", report(frame, "hog")
-    assert "batching" not in found.causes and "batch_wait_ms" not in found.sentence()
+    assert "batching" not in found.causes and "batch_wait_ms" not in found.sentence(), report(frame, "hog")
     assert (spans.requests(frame, spans.ENDPOINT)["receive"] > 0).all()
 
 

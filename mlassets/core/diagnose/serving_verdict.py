@@ -9,8 +9,9 @@ as long, or whose own p99 spikes by a large share of the request's (the slowest 
 be the slowest overall). Time outside every span, reading the request, or in the service's own pre/post-processing
 is the host's (CPU contention, the event loop). On a saturated host (``host.Pressure``) a CPU-bound stage's wall
 time beyond its CPU time, and the batch queue's matching share of its wait behind passes, were spent waiting for a
-CPU: they are the host's, named with the pressure, and no stage is blamed for them. The model is cleared by name
-when it is not the cause: the source's point is that a slow p99 is often not the model.
+CPU: they are the host's, named with the pressure, and no stage is blamed for them; a stage's own gain is named
+beside them when it is a tenth of the p99's excess over the median or more. The model is cleared by name when it
+is not the cause: the source's point is that a slow p99 is often not the model.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ class ServingVerdict:
         return NEXT[self.causes[0]]
 
 
-def _off_the_stages(work: pd.DataFrame, cpu: pd.DataFrame | None, window: pd.Series | None) -> pd.DataFrame:
+def _off_the_stages(work: pd.DataFrame, cpu: pd.DataFrame | None, window: pd.Series | None,
+                    slow: pd.Index) -> pd.DataFrame:
     """``work`` with the time spent waiting for a CPU moved from the stages into ``cpu_wait``."""
     work = work.copy()
     work["cpu_wait"] = 0.0
@@ -95,7 +97,11 @@ def _off_the_stages(work: pd.DataFrame, cpu: pd.DataFrame | None, window: pd.Ser
         walls += work[stage].where(used.notna(), 0.0)
         waits += waited
         work[stage] -= waited
-    share = (waits / walls.where(walls > 0)).fillna(0.0)  # of the passes' and handlers' time, waiting for a CPU
+    # the share of the passes' and handlers' time spent waiting for a CPU: a request queues behind other requests'
+    # passes, so its own stages may not say how long those waited; the slow requests' share is the floor
+    mine = (waits / walls.where(walls > 0)).fillna(0.0)
+    slow_walls = float(walls.reindex(slow).sum())
+    share = mine.clip(lower=float(waits.reindex(slow).sum()) / slow_walls if slow_walls > 0 else 0.0)
     held = window.reindex(work.index).fillna(0.0) if window is not None else 0.0
     behind = (work["batch_queue"] - held).clip(lower=0.0) * share  # queued behind passes that waited for a CPU
     work["batch_queue"] -= behind
@@ -116,15 +122,16 @@ def verdict(reqs: pd.DataFrame, cpu: pd.DataFrame | None = None, pressure: pd.Da
     host = pressure_of(pressure.reindex(slow_ids)) if pressure is not None else None
     work = reqs.drop(columns="total")
     saturated = host is not None and host.saturated
-    work = _off_the_stages(work, cpu if saturated else None, window)
+    work = _off_the_stages(work, cpu if saturated else None, window, slow_ids)
     slow, fast = work.loc[slow_ids].mean(), work.loc[fast_ids].mean()
     extra = (slow - fast).clip(lower=0.0)
-    ranked = extra.sort_values(ascending=False)
-    top = float(ranked.iloc[0])
+    ranked = extra.drop("cpu_wait").sort_values(ascending=False)  # the stages' own gains, the host's waits apart
+    top, floor = float(ranked.iloc[0]), SHARE_OF_REQUEST * max(p99 - p50, 0.0)
     causes: list[str] = []
     for stage, gain in ranked.items():
         cause = CAUSE[str(stage)]
-        if (not causes or (top > 0 and gain >= top / 2)) and cause not in causes:
+        named = top > 0 and gain >= top / 2 and (gain >= floor or not saturated)
+        if (named or (not causes and not saturated)) and cause not in causes:
             causes.append(cause)
     staged, p99s, p50s = float(slow.drop(["other", "cpu_wait", "receive"]).sum()), work.quantile(0.99), work.median()
     for stage in sorted(WAITING, key=lambda s: -slow[s]):
@@ -133,8 +140,8 @@ def verdict(reqs: pd.DataFrame, cpu: pd.DataFrame | None = None, pressure: pd.Da
                   and p99s[stage] >= SHARE_OF_REQUEST * p99)  # its own p99: the slowest requests may differ
         if (held or spikes) and float(slow[stage]) + float(p99s[stage]) > 0 and CAUSE[stage] not in causes:
             causes.append(CAUSE[stage])
-    if saturated and "the host" not in causes:
-        causes.append("the host")
+    if saturated and "the host" not in causes:  # first when its waits gained more than any stage did
+        causes.insert(0 if not causes or extra["cpu_wait"] >= top else len(causes), "the host")
     return ServingVerdict(causes, p50, p99, slow, slow - fast, stage_table(reqs), host)
 
 

@@ -118,3 +118,10 @@ def test_a_servers_spans_carry_cpu_window_and_pressure_to_the_verdict(tmp_path: 
     assert window.round(6).eq(5.0).all()  # held 0-15 ms, queued from 10 ms
     assert host.pressure_of(host.pressures(frame, spans.ENDPOINT)) == SATURATED
     assert spans.requests(frame, spans.ENDPOINT)["receive"].round(6).eq(2.0).all()
+
+
+def test_a_model_computing_longer_is_named_beside_a_host_whose_waits_dwarf_it() -> None:
+    slow = {**HOGGED, "model": 950.0}  # 150 ms more CPU, and 800 ms waiting for a CPU
+    found = recorded(seed_p99_spans(slow=slow, fast=FAST, cpu=({**FAST_CPU, "model": 152.0}, FAST_CPU),
+                                    pressure=SATURATED, window=(1.5, 1.5)))
+    assert found.causes == ["the host", "the model"]
