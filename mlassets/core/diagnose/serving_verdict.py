@@ -5,7 +5,7 @@ The source's method: take the slow requests (p99 and above), compare their spans
 and say where the extra time accumulates. The stage that gains the most is the cause; a second one gaining at
 least half as much is named with it ("batching or a dependency"), and so is a waiting stage (the batch queue, a
 dependency, feature retrieval) that holds a large share of the slow requests' time even when the fast ones wait
-as long, or whose own p99 spikes by a large share of the request's (the slowest requests of one stage need not
+as long, or whose own p99 spikes by a tenth of the request's (the slowest requests of one stage need not
 be the slowest overall). Time outside every span, reading the request, or in the service's own pre/post-processing
 is the host's (CPU contention, the event loop). On a saturated host (``host.Pressure``) a CPU-bound stage's wall
 time beyond its CPU time, and the batch queue's matching share of its wait behind passes, were spent waiting for a
@@ -136,7 +136,7 @@ def verdict(reqs: pd.DataFrame, cpu: pd.DataFrame | None = None, pressure: pd.Da
     staged, p99s, p50s = float(slow.drop(["other", "cpu_wait", "receive"]).sum()), work.quantile(0.99), work.median()
     for stage in sorted(WAITING, key=lambda s: -slow[s]):
         held = float(slow[stage]) >= SHARE_OF_STAGES * staged and slow[stage] >= SHARE_OF_REQUEST * slow.sum()
-        spikes = (p99s[stage] - p50s[stage] >= SHARE_OF_STAGES * (p99 - p50)
+        spikes = (p99s[stage] - p50s[stage] >= SHARE_OF_REQUEST * (p99 - p50)
                   and p99s[stage] >= SHARE_OF_REQUEST * p99)  # its own p99: the slowest requests may differ
         if (held or spikes) and float(slow[stage]) + float(p99s[stage]) > 0 and CAUSE[stage] not in causes:
             causes.append(CAUSE[stage])
