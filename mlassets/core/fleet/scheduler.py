@@ -20,7 +20,7 @@ from mlassets.core.fleet.config import FleetConfig
 from mlassets.core.fleet.placement import free_gpus, pools_for, queue_order, team_gpus, victims, waiting_reason
 from mlassets.core.fleet.table import FleetTable
 
-PREEMPTED_EXIT = 76  # mlassets.core.train.preempt.PREEMPTED_EXIT (not imported: that module's caller has torch)
+PREEMPTED_EXIT = 76  # mlassets.core.train.outcome.PREEMPTED_EXIT (not imported: core.fleet imports no stage)
 
 
 class Scheduler:
