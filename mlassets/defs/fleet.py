@@ -53,6 +53,16 @@ def work_run_id(run: Any) -> str:
     return run.tags.get(RESUME_TAG) or run.root_run_id or run.run_id
 
 
+def run_spec(run: Any) -> Any:
+    """The fleet's job spec a run's tags hold (``core.fleet.spec.from_tags``); None without a run or a valid one."""
+    from mlassets.core.fleet.spec import from_tags
+
+    try:
+        return from_tags(run.tags) if run is not None else None
+    except ConfigError:
+        return None
+
+
 def fleet_stop(run: Any) -> str:
     """Why the fleet stopped ``run`` on purpose (preempted, lease lost, overrun), or ''."""
     return next((run.tags[t] for t in STOP_TAGS if run is not None and run.tags.get(t)), "")

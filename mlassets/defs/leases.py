@@ -19,7 +19,7 @@ from typing import Any
 
 import dagster as dg
 
-from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, fleet_stop
+from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, fleet_stop, run_spec
 
 
 def _stop(instance: dg.DagsterInstance, run: dg.DagsterRun, tag: str, why: str, grace_s: float) -> None:
@@ -34,7 +34,6 @@ def watch_leases(instance: dg.DagsterInstance, fleet: Any, job_name: str, now: f
     from mlassets.core import paths
     from mlassets.core.fleet import heartbeat as hb
     from mlassets.core.fleet.table import FleetTable
-    from mlassets.defs.preemption import _spec
 
     now = time.time() if now is None else now
     db = paths.home() / "fleet.db"
@@ -50,7 +49,7 @@ def watch_leases(instance: dg.DagsterInstance, fleet: Any, job_name: str, now: f
             _stop(instance, run, LEASE_LOST_TAG, why, fleet.grace_s)
             lines.append(f"run {run.run_id[:8]} {why}")
             continue
-        spec, record = _spec(run), instance.get_run_record_by_id(run.run_id)
+        spec, record = run_spec(run), instance.get_run_record_by_id(run.run_id)
         if spec is None or record is None or not record.start_time:
             continue
         ran_min = (now - record.start_time) / 60

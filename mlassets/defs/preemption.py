@@ -21,7 +21,15 @@ from typing import Any
 import dagster as dg
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_WARNED_TAG, PREEMPTED_TAG, REQUEUE_TAGS, RESUME_TAG, work_run_id
+from mlassets.defs.fleet import (
+    LEASE_LOST_TAG,
+    OVERRUN_WARNED_TAG,
+    PREEMPTED_TAG,
+    REQUEUE_TAGS,
+    RESUME_TAG,
+    run_spec,
+    work_run_id,
+)
 from mlassets.defs.jobs import TRIGGER_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 
@@ -30,15 +38,6 @@ _OWN = {PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_WARNED_TAG, RESUME_TAG, "mlassets
         "mlassets/pid", "mlassets/pid_started",
         "mlassets/fleet.waits", "mlassets/fleet.refused"}  # what the stopped run's process and launch added
 _HOLDING = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
-
-
-def _spec(run: dg.DagsterRun | None) -> Any:
-    from mlassets.core.fleet.spec import from_tags
-
-    try:
-        return from_tags(run.tags) if run is not None else None
-    except ConfigError:
-        return None
 
 
 def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str) -> list[str]:
@@ -53,18 +52,18 @@ def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str)
     lines = []
     for run_id in waiting:
         run = instance.get_run_by_id(run_id)
-        spec = _spec(run)
+        spec = run_spec(run)
         if run is None or run.job_name != job_name or spec is None or spec.priority not in fleet.priority_classes:
             continue
         may = set(fleet.priority_classes[spec.priority].preempts)
-        stoppable = [r for r in holders.values() if r is not None and r.status in _HOLDING and _spec(r) is not None
-                     and _spec(r).preemptible and _spec(r).priority in may]
+        stoppable = [r for r in holders.values() if r is not None and r.status in _HOLDING and run_spec(r) is not None
+                     and run_spec(r).preemptible and run_spec(r).priority in may]
         if not stoppable:
             continue
 
         def order(r: dg.DagsterRun) -> tuple[int, float]:
             record = instance.get_run_record_by_id(r.run_id)
-            return (fleet.priority_classes[_spec(r).priority].value, -(record.start_time or 0.0) if record else 0.0)
+            return (fleet.priority_classes[run_spec(r).priority].value, -(record.start_time or 0.0) if record else 0.0)
 
         victim = min(stoppable, key=order)
         why = f"preempted for run {run_id[:8]} ({spec.priority}, team {spec.team})"

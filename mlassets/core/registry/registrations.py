@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from mlassets.core.registry.client import RegistryError, _client, record_of
+from mlassets.core.registry.client import RegistryError, mlflow_client, record_of
 from mlassets.core.registry.promotion import REGISTRATIONS, Entry, PromotionLog
 
 if TYPE_CHECKING:
@@ -56,12 +56,12 @@ def record(version: ModelVersion, log: PromotionLog | None = None, who: str = ""
     entry = log.append_next(name, {"action": REGISTER, "to_version": number, "who": who or None,
                                     "reason": _canonical(binding(version))})
     head = log.head(name) or entry
-    _client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
+    mlflow_client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
     return entry
 
 
 def _anchor_problem(name: str, log: PromotionLog, entries: list[Entry]) -> str | None:
-    seq, _, digest = _client().get_registered_model(name).tags.get(ANCHOR_TAG, "").partition(":")
+    seq, _, digest = mlflow_client().get_registered_model(name).tags.get(ANCHOR_TAG, "").partition(":")
     if not seq.isdigit():
         return None
     at = next((e for e in entries if e.seq == int(seq)), None)

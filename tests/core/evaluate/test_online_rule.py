@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from mlassets.core.config import parse_config, shipped_configs
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.serving import OnlineConfig
+from mlassets.core.config.typed import ConfigError
 from mlassets.core.evaluate.online_rule import VariantStats, decide
 
 RULE = OnlineConfig(min_requests=3, max_latency_ratio=1.5, max_error_rate=0.1, max_prediction_shift=0.25)
