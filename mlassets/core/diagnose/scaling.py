@@ -73,7 +73,8 @@ def measure(work: Path, model: dict[str, Any], batch_size: int, max_ranks: int =
         wall = _run(job, n, threads)
         step_s, stall, steps = _telemetry(out)
         throughput[n] = batch_size / step_s
-        result = read_outcome(out).result
+        ended = read_outcome(out)
+        result = ended.result if ended is not None else None
         restart = wall - (result.loop_seconds + result.validation_seconds if result is not None else 0.0)
     return {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -128,7 +128,8 @@ def rebuild(name: str, version: str) -> RebuildReport:
         holdout = pd.read_parquet(out / "data" / "holdout.parquet")
         bundle = versions.load_version_bundle(registered)
         original, rebuilt = bundle.predict(holdout), load_bundle(out / "model").predict(holdout)
-        result = read_outcome(out).result
+        ended = read_outcome(out)
+        result = ended.result if ended is not None else None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     report.rows = len(holdout)
