@@ -28,7 +28,7 @@ import torch
 
 from bench.checks import expect, expect_equal
 from bench.interval import decide
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, toy
 from mlassets.core.config import GateConfig, load_config, shipped_configs
 from mlassets.core.evaluate.gate import evaluate_gate
 from mlassets.core.evaluate.score import measure_models, score_holdout
@@ -121,7 +121,7 @@ def evaluation_gate() -> Result:
     gate_cfg = GateConfig(slice_min_rows=200, slice_max_regression=0.03, tolerance=0.03,
                           prediction_min=-1e4, prediction_max=1e4)
     cfg = dataclasses.replace(cfg, gate=gate_cfg, dataset=dataclasses.replace(cfg.dataset, slices=list(SLICES)))
-    rows = holdout()
+    rows = holdout(toy(ROWS, 40_000))  # the toy size keeps every slice value above slice_min_rows
     bundles = {"candidate": make_bundle(rows.head(50_000), 0), "champion": make_bundle(rows.head(50_000), 1)}
     forwards, mixes = [], []
     threads = torch.get_num_threads()

@@ -9,16 +9,7 @@ import os
 import sys
 import warnings
 
-from mlassets.cli.data import add_commands as add_data_commands
-from mlassets.cli.diagnose import add_parser as add_diagnose
-from mlassets.cli.doctor import add_parser as add_doctor
 from mlassets.cli.fleet import add_parser as add_fleet
-from mlassets.cli.online import add_parser as add_online
-from mlassets.cli.prune_transactions import add_parser as add_prune_transactions
-from mlassets.cli.prune_work import add_parser as add_prune
-from mlassets.cli.rebuild import add_parser as add_rebuild
-from mlassets.cli.registry import add_commands
-from mlassets.cli.serve import add_parser as add_serve
 from mlassets.core.config import ConfigError
 
 
@@ -42,9 +33,23 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return serve()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; ``command="fleet"``: the fleet's alone (its commands import no other group's)."""
     parser = argparse.ArgumentParser(prog="mlassets", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    if command == "fleet":
+        add_fleet(sub)
+        return parser
+    from mlassets.cli.data import add_commands as add_data_commands
+    from mlassets.cli.diagnose import add_parser as add_diagnose
+    from mlassets.cli.doctor import add_parser as add_doctor
+    from mlassets.cli.online import add_parser as add_online
+    from mlassets.cli.prune_transactions import add_parser as add_prune_transactions
+    from mlassets.cli.prune_work import add_parser as add_prune
+    from mlassets.cli.rebuild import add_parser as add_rebuild
+    from mlassets.cli.registry import add_commands
+    from mlassets.cli.serve import add_parser as add_serve
+
     add_data_commands(sub)
     ui = sub.add_parser("ui", help="Dagster webserver and MLflow UI on the embedded stack")
     ui.add_argument("--host", default="127.0.0.1")
@@ -84,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
     warnings.filterwarnings("ignore", message=".*is currently in preview.*")
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser("fleet" if argv[:1] == ["fleet"] else None).parse_args(argv)
     try:
         return args.func(args)
     except (ConfigError, ValueError) as exc:

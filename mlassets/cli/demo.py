@@ -46,7 +46,7 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
     gate = run.record(keys.gate_result, version)
     registered = run.record(keys.registered_model, version)
     if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
-        gate = registered.record.gate_result  # a rejected version's gate_result fails; its verdict is registered
+        gate = registered.record.gate_result  # a run that reran registration alone: the verdict it registered
     champion = run.record(keys.champion, version)
     unjudged: list[str] = []
     pooled: list[str] = []

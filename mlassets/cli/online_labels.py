@@ -19,7 +19,7 @@ def labels_text(model: str, file: Path, config: str | None) -> str:
     ``PromotionError`` when nothing was written."""
     from mlassets.core.evaluate.metrics import get_metric
     from mlassets.core.evaluate.online_labels import LabelsError, LabelSpec, add_labels, online_dir
-    from mlassets.core.evaluate.online_rule import metric_rule
+    from mlassets.core.evaluate.online_metric import metric_rule
     from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
     from mlassets.serve.build import find_config

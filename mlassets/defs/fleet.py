@@ -9,7 +9,7 @@ from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig
 from mlassets.core.fleet.config import FleetConfig, load_fleet
-from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, job_spec
+from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, JobSpec, from_tags, job_spec
 
 
 def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dict[str, str]:
@@ -24,6 +24,14 @@ def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dic
     if not known:
         tags.pop(PRIORITY_TAG, None)
     return tags
+
+
+def run_spec(run: Any) -> JobSpec | None:
+    """The job spec a Dagster run carries in its tags (None: no run, no spec, or tags that do not parse)."""
+    try:
+        return from_tags(run.tags) if run is not None else None
+    except ConfigError:
+        return None
 
 
 def recorded_tags(run_tags: dict[str, str]) -> dict[str, str]:
@@ -51,16 +59,6 @@ RESUME_TAG = "mlassets/resume_of"  # a requeued run: the preempted run whose wor
 def work_run_id(run: Any) -> str:
     """The run whose working area a training step uses: a requeued run's preempted run, a re-execution's root."""
     return run.tags.get(RESUME_TAG) or run.root_run_id or run.run_id
-
-
-def run_spec(run: Any) -> Any:
-    """The fleet's job spec a run's tags hold (``core.fleet.spec.from_tags``); None without a run or a valid one."""
-    from mlassets.core.fleet.spec import from_tags
-
-    try:
-        return from_tags(run.tags) if run is not None else None
-    except ConfigError:
-        return None
 
 
 def fleet_stop(run: Any) -> str:

@@ -3,7 +3,8 @@
 *running* run for a more urgent one, nor starts again a run that was stopped. One sensor per dataset does both:
 
 - an urgent run whose training step waits for a `gpu` slot while every slot is held: the lowest-priority
-  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first) is tagged
+  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first: the
+  rules of ``mlassets.core.fleet.policy``, as ``mlassets fleet serve`` applies them) is tagged
   ``mlassets/preempted`` and terminated the Dagster way (``run_launcher.terminate``: its Pipes client sends the
   training process SIGINT, which writes its full-state checkpoint and exits as preempted within ``grace_s``); the
   run ends *canceled*, which the failure alert does not report;
@@ -21,6 +22,7 @@ from typing import Any
 import dagster as dg
 
 from mlassets.core.config import ConfigError, PipelineConfig
+from mlassets.core.fleet.policy import GPU_POOL, may_preempt, victim_order
 from mlassets.defs.fleet import (
     LEASE_LOST_TAG,
     OVERRUN_WARNED_TAG,
@@ -33,7 +35,6 @@ from mlassets.defs.fleet import (
 from mlassets.defs.jobs import TRIGGER_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 
-GPU_POOL = "gpu"  # mlassets.defs.training.GPU_POOL
 _OWN = {PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_WARNED_TAG, RESUME_TAG, "mlassets/daemon", "mlassets/host",
         "mlassets/pid", "mlassets/pid_started",
         "mlassets/fleet.waits", "mlassets/fleet.refused"}  # what the stopped run's process and launch added
@@ -55,17 +56,15 @@ def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str)
         spec = run_spec(run)
         if run is None or run.job_name != job_name or spec is None or spec.priority not in fleet.priority_classes:
             continue
-        may = set(fleet.priority_classes[spec.priority].preempts)
-        stoppable = [r for r in holders.values() if r is not None and r.status in _HOLDING and run_spec(r) is not None
-                     and run_spec(r).preemptible and run_spec(r).priority in may]
+        held = [(r, run_spec(r)) for r in holders.values() if r is not None and r.status in _HOLDING]
+        stoppable = [(r, s) for r, s in held if s is not None and s.priority in fleet.priority_classes
+                     and may_preempt(fleet, spec.priority, s.priority, s.preemptible)]
         if not stoppable:
             continue
-
-        def order(r: dg.DagsterRun) -> tuple[int, float]:
-            record = instance.get_run_record_by_id(r.run_id)
-            return (fleet.priority_classes[run_spec(r).priority].value, -(record.start_time or 0.0) if record else 0.0)
-
-        victim = min(stoppable, key=order)
+        records = {r.run_id: instance.get_run_record_by_id(r.run_id) for r, _ in stoppable}
+        victim, _ = min(stoppable, key=lambda rs: victim_order(
+            fleet.priority_classes[rs[1].priority].value,
+            records[rs[0].run_id].start_time if records[rs[0].run_id] else None))
         why = f"preempted for run {run_id[:8]} ({spec.priority}, team {spec.team})"
         instance.add_run_tags(victim.run_id, {PREEMPTED_TAG: why})
         instance.report_engine_event(f"mlassets: {why}: terminating; its training writes a checkpoint within "

@@ -18,6 +18,7 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
+from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.registry.made import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
@@ -29,7 +30,6 @@ from mlassets.defs.one_candidate import stop_reason, stopped
 from mlassets.defs.ops import dashboard_url
 from mlassets.defs.partitions import data_versions
 
-GPU_POOL = "gpu"
 TELEMETRY_KEYS = ("median_step_ms", "samples_per_s", "share_data_wait", "share_compute", "share_sync",
                   "share_optim", "share_checkpoint", "slowest_rank_median_step_ms")
 

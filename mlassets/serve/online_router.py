@@ -2,12 +2,12 @@
 
 The poll thread reads the promotion log (``core.registry.online_log``): a test that starts there is loaded through
 ``load_version`` (a candidate that fails the checks is rolled back in the log with the reason, and alerted) and
-gets its own batcher. A ``canary`` answers a ``share`` of the requests, drawn per request;
-a failed canary pass is counted against it and the request is answered by the champion. A ``shadow`` scores
-every request after the champion answered it and never answers. Once both variants have ``min_requests``,
-``auto_decide`` writes the rule's decision to the log; the champion poll then follows a promotion. With
-``label_key`` every scored row is recorded (``recorder``) and the rule reads the labelled rows' metric that
-``mlassets online labels`` wrote beside them (``core.evaluate.online_labels``).
+gets its own batcher, built as the champion's (``Batcher.of``). A ``canary`` answers a ``share`` of the requests,
+drawn per request as it is admitted; a failed canary pass is counted against it and the request is answered by
+the champion. A ``shadow`` scores every request after the champion answered it and never answers. Once both
+variants have ``min_requests``, ``auto_decide`` writes the rule's decision to the log; the champion poll then
+follows a promotion. With ``label_key`` every scored row is recorded (``recorder``) and the rule reads the labelled
+rows' metric that ``mlassets online labels`` wrote beside them (``core.evaluate.online_labels``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mlassets.core.evaluate.online_labels import online_dir, read_labelled
 from mlassets.core.evaluate.online_rule import Decision, VariantStats, decide
 from mlassets.core.registry import online_log
 from mlassets.core.registry.promotion import PromotionError
-from mlassets.serve.batcher import Batcher, Runner, Stopped
+from mlassets.serve.batcher import Arrival, Batcher, Stopped
 from mlassets.serve.load import ServedModel, ServingError, load_version
 from mlassets.serve.recorder import Recorder
 from mlassets.serve.rows import Rows
@@ -73,10 +73,9 @@ class Running:
 class Online:
     """The online test the promotion log says is running (``running``: None when there is none)."""
 
-    def __init__(self, name: str, rule: OnlineConfig, runner: Callable[[ServedModel], Runner],
-                 max_batch_size: int, wait_ms: float, metrics: Metrics) -> None:
-        self.name, self.rule, self.runner, self.metrics = name, rule, runner, metrics
-        self.max_batch_size, self.wait_ms = max_batch_size, wait_ms
+    def __init__(self, name: str, rule: OnlineConfig, batcher_for: Callable[[ServedModel], Batcher],
+                 metrics: Metrics) -> None:
+        self.name, self.rule, self.batcher_for, self.metrics = name, rule, batcher_for, metrics
         self.running: Running | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, set when it starts
         self.who = f"mlassets serve on {socket.gethostname()}"
@@ -115,7 +114,7 @@ class Online:
             with _quiet():
                 online_log.roll_back(self.name, test, reason, who=self.who)
             return "refused"
-        batcher = Batcher(self.runner(model), self.max_batch_size, self.wait_ms)
+        batcher = self.batcher_for(model)  # the champion's batching policy (``Batcher.of``)
         self._on_loop(_start(batcher))
         recorder = Recorder(online_dir(self.name, test.seq), self.rule.label_key) if self.rule.label_key else None
         self.running = Running(test, model, batcher, self.rule.share, recorder=recorder)
@@ -169,16 +168,18 @@ class Online:
             await run.batcher.stop()
 
     # -- the request path (the event loop) ------------------------------------------------------------------
-    def shadow(self, run: Running, frame: pd.DataFrame | Rows, trace_id: str) -> None:
-        """Score ``frame`` with the shadow after the champion answered (request ``trace_id``); never awaited."""
-        task = asyncio.get_running_loop().create_task(self._shadow(run, frame, trace_id))
+    def shadow(self, run: Running, frame: pd.DataFrame | Rows, trace_id: str, arrival: Arrival) -> None:
+        """Score ``frame`` with the shadow after the champion answered (request ``trace_id``, counted on its way to
+        the shadow's batcher by ``arrival``); never awaited."""
+        task = asyncio.get_running_loop().create_task(self._shadow(run, frame, trace_id, arrival))
         run.tasks.add(task)
         task.add_done_callback(run.tasks.discard)
 
-    async def _shadow(self, run: Running, frame: pd.DataFrame | Rows, trace_id: str) -> None:
+    async def _shadow(self, run: Running, frame: pd.DataFrame | Rows, trace_id: str, arrival: Arrival) -> None:
         start = time.time_ns()
         span = RequestTrace(start, "shadow", root=SHADOW_ROOT)
         try:
+            arrival.queued()
             predicted, _version, queued_ns, timing = await run.batcher.submit(frame)
         except Stopped:  # the test ended first
             span.end(time.time_ns(), status=503, variant="shadow", version=run.test.candidate)

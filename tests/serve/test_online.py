@@ -168,6 +168,31 @@ def test_start_refuses_without_a_champion_twice_or_for_the_champion(reg: Registr
     assert online_log.running(reg.name) is None
 
 
+def test_the_canary_is_batched_as_the_champion_is_and_every_arrival_is_closed(reg: Registry) -> None:
+    reg.add(True, True)
+    promote.promote(reg.name, "1")
+    online_log.start(reg.name, "2", "canary")
+    app = build(reg.name, "flights", swap_poll_s=0.1, online=dataclasses.replace(RULE, share=0.5, auto_decide=False),
+                batching=False, max_batch_size=32, batch_wait_ms=7.0)
+    seen: list[tuple[int, str]] = []
+    stop = threading.Event()
+    with running(app) as base:
+        until(lambda: app.state.online.running is not None, "the test to start")
+        run = app.state.online.running
+        threads = flow(base, stop, seen, ROWS, clients=3)
+        try:
+            until(lambda: run.stats["candidate"].requests >= 6 and run.stats["champion"].requests >= 6,
+                  "requests answered by both")
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+        policy = [(b.max_rows, b.wait_s, b.enabled) for b in (app.state.batcher, run.batcher)]
+        assert policy == [(32, 0.007, False)] * 2  # batching off for the canary too, the same window
+        assert (app.state.batcher.arriving, run.batcher.arriving) == (0, 0)  # every admitted request was queued
+    assert all(status == 200 for status, _ in seen) and {"1", "2"} <= {v for _, v in seen}
+
+
 def test_the_cli_starts_shows_and_rolls_back_a_test_by_hand(reg: Registry, capsys: pytest.CaptureFixture) -> None:
     from mlassets.cli import main
 

@@ -78,8 +78,12 @@ def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothi
     mae = get_metric("mae")
     champion_mae = float(np.mean(np.abs(predicted[:30] - rows["arr_delay"][:30])))
     canary_mae = float(np.mean(np.abs(predicted[30:35] - rows["arr_delay"][30:35])))
-    assert written["variants"]["champion"] == {"labelled": 30, "value": pytest.approx(champion_mae)}
-    assert written["variants"]["candidate"] == {"labelled": 5, "value": pytest.approx(canary_mae)}
+    champion_rows = np.abs(predicted[:30] - rows["arr_delay"][:30])
+    assert written["variants"]["champion"] == {"labelled": 30, "value": pytest.approx(champion_mae), "sums":
+                                               pytest.approx([30, champion_rows.sum(), (champion_rows**2).sum()])}
+    assert written["variants"]["candidate"]["labelled"] == 5
+    assert written["variants"]["candidate"]["value"] == pytest.approx(canary_mae)
+    assert "paired" not in written  # a canary's rows are its own: judged as two samples
     assert f"36 labels from labels.csv, 35 on rows the endpoint recorded for v2 (canary against v1, seq {test.seq})" \
         in out
     assert [line.split()[:2] for line in out.splitlines() if line.startswith(("champion", "canary"))] == \
@@ -106,8 +110,9 @@ def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothi
     code, out, _ = _labels(capsys, reg.name, tmp_path / "later.parquet", config)
     assert code == 0 and "41 labels kept for the test" in out
     written = json.loads((folder / LABELLED).read_text())
-    assert written["variants"]["candidate"] == {
-        "labelled": 10, "value": pytest.approx(float(np.mean(np.abs(predicted[30:] - rows["arr_delay"][30:]))))}
+    assert written["variants"]["candidate"]["labelled"] == 10
+    assert written["variants"]["candidate"]["value"] == pytest.approx(
+        float(np.mean(np.abs(predicted[30:] - rows["arr_delay"][30:]))))
 
     code, _, err = _labels(capsys, reg.name, csv, _config(tmp_path, reg.name))
     assert code == 2 and "serving.online.label_key is not set" in err

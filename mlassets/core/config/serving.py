@@ -20,6 +20,7 @@ class OnlineConfig:
     max_latency_ratio: float = 1.5  # the candidate's p95 scoring latency over the champion's
     max_error_rate: float = 0.01  # the candidate's failed passes over its requests
     max_prediction_shift: float = 0.25  # |mean difference| / the champion's std (multiclass: label share distance)
+    confidence: float = 0.95  # of the always-valid intervals on the metric and the shift (core.evaluate.sequential)
     auto_decide: bool = True  # the endpoint decides by itself once min_requests is reached; false: the CLI does
     label_key: list[str] = field(default_factory=list)  # input columns that labels join on; []: labels off
     min_labelled: int = 100  # labelled rows of each variant before the metric is part of the rule
@@ -36,6 +37,9 @@ class OnlineConfig:
                 raise ConfigError(f"serving.online.{name}: must be > 0, got {getattr(self, name)}")
         if not 0 <= self.max_error_rate <= 1:
             raise ConfigError(f"serving.online.max_error_rate: must be between 0 and 1, got {self.max_error_rate}")
+        if not 0.5 <= self.confidence < 1:
+            raise ConfigError(f"serving.online.confidence: must be at least 0.5 and under 1 (e.g. 0.95), got "
+                              f"{self.confidence!r}")
         if self.min_labelled < 1:
             raise ConfigError(f"serving.online.min_labelled: must be >= 1, got {self.min_labelled}")
         if self.max_metric_regression is not None and self.max_metric_regression < 0:
@@ -57,6 +61,7 @@ class ServingConfig:
     batch_wait_ms: float = 2.0  # the longest a request waits for others while more are on their way
     max_rows: int = 1000  # rows of one request
     max_body_bytes: int = 1_048_576  # size of one request body
+    ignore_extra_columns: bool = False  # drop columns the model does not take (a whole CSV row) instead of a 422
     swap_poll_s: float = 2.0  # how often the promotion log is read for a new champion
     downstream_url: str = ""  # a URL each request waits on (a dependency, traced as its own span); "": none
     downstream_timeout_ms: float = 1000.0

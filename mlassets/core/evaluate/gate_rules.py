@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlassets.core.config import GateConfig
+from mlassets.core.evaluate.latency import loaded_host
 from mlassets.core.evaluate.metrics import Metric, get_metric
 from mlassets.core.evaluate.record import Evaluation, SliceRow
 from mlassets.core.records import Record
@@ -212,8 +213,10 @@ def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
 
 def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) -> list[RuleResult]:
     """``latency_vs_champion`` (timed interleaved with it: fails only when the whole interval of the change lies
-    above ``latency_max_regression``) and ``latency_budget`` (the median of round medians, single row)."""
-    rules = []
+    above ``latency_max_regression``) and ``latency_budget`` (the median of round medians, single row). Both are
+    unjudged (passed, the note says why) when the process was on a CPU less than ``LOADED_CPU_SHARE`` of the time
+    it timed the calls (``cpu_share``): the host's load, not the model, set those wall times."""
+    rules, loaded = [], loaded_host(perf.get("cpu_share"))
     if "vs_champion_change" in perf:
         change, low, high = (float(perf[f"vs_champion_{k}"]) for k in ("change", "ci_low", "ci_high"))
         limit = cfg.latency_max_regression
@@ -221,13 +224,16 @@ def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) ->
                 f"timed side by side; {confidence * 100:g}% interval [{pct(low)}, {pct(high)}]")
         # a passing record says the change and its interval beside the verdict too: past the limit, it passes
         # because the interval is not wholly above it
-        why = "past the limit, but the interval is not wholly above it" if change > limit else "within the limit"
-        rules.append(rule("latency_vs_champion", change, limit, not low > limit, said, note=f"passed ({why}): {said}"))
+        why = loaded or ("past the limit, but the interval is not wholly above it" if change > limit
+                         else "within the limit")
+        rules.append(rule("latency_vs_champion", change, limit, bool(loaded) or not low > limit, said,
+                          note=f"passed ({why}): {said}"))
     if "single_median_ms" in perf:
         ms, budget, rounds = float(perf["single_median_ms"]), cfg.latency_budget_ms, int(perf.get("latency_rounds", 0))
-        rules.append(rule("latency_budget", ms, budget, bool(ms <= budget),
-                          f"single-row latency {ms:.1f} ms (median of {rounds} rounds' medians) > budget "
-                          f"{budget:g} ms"))
+        measured = f"single-row latency {ms:.1f} ms (median of {rounds} rounds' medians)"
+        rules.append(rule("latency_budget", ms, budget, bool(loaded) or ms <= budget,
+                          f"{measured} > budget {budget:g} ms", note=loaded and f"passed ({loaded}): {measured}, "
+                          f"budget {budget:g} ms"))
     return rules
 
 

@@ -4,12 +4,14 @@ Per variant the endpoint records requests, failed passes, scoring latency (queue
 the part a model version changes) and its predictions. Once both have ``min_requests``, the candidate is rolled
 back when its error rate, its p95 latency over the champion's, or the shift of its predictions is over the
 limit, and promoted otherwise. The shift: ``|mean(candidate) - mean(champion)| / std(champion)`` for numbers,
-half the L1 distance of the predicted labels' shares for a multiclass model.
+half the L1 distance of the predicted labels' shares for a multiclass model; it rolls back only when its
+always-valid lower bound (``sequential``, at ``confidence``) is over ``max_prediction_shift``, so an equal model's
+noise does not.
 
-Labels (``serving.online.label_key``, joined by ``online_labels``): once each variant has ``min_labelled``
-labelled rows, the candidate's main metric on its rows may be at most ``max_metric_regression`` (relative; none:
-the gate's tolerance) worse than the champion's on its rows, else it is rolled back. Before that the rule decides
-without them, or waits for them with ``require_labels``.
+Labels (``serving.online.label_key``, joined by ``online_labels``) are judged by ``online_metric``: an always-valid
+interval on the metric's difference, which may roll the candidate back as soon as it shows it worse than
+``max_metric_regression`` allows (before ``min_requests`` too); under ``min_labelled`` rows the rule otherwise
+decides without them, or waits for them with ``require_labels``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from mlassets.core.config.schema import GateConfig
 from mlassets.core.config.serving import OnlineConfig
-from mlassets.core.evaluate.gate_rules import limit_pct, pct
-from mlassets.core.evaluate.metrics import get_metric
+from mlassets.core.evaluate import sequential
+from mlassets.core.evaluate.online_metric import metric_rule
 
 KEEP = 20_000  # the newest latencies and predictions kept per variant
 
@@ -62,10 +63,12 @@ class VariantStats:
         if predictions and isinstance(predictions[0], str):
             counts = Counter(predictions)
             out["label_shares"] = {k: v / len(predictions) for k, v in sorted(counts.items())}
+            out["rows"] = len(predictions)
         elif predictions:
             values = np.asarray(predictions, dtype=np.float64)
             values = values[np.isfinite(values)]
             out["mean"], out["std"] = (float(values.mean()), float(values.std())) if len(values) else (None, None)
+            out["rows"] = len(values)
         return out
 
 
@@ -80,45 +83,26 @@ class Decision:
     figures: dict[str, float | None]
 
 
-def shift(champion: dict[str, Any], candidate: dict[str, Any]) -> float | None:
-    """How far the candidate's predictions moved from the champion's (see the module docstring)."""
+def shift(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConfig) -> tuple[float | None, float]:
+    """``(shift, its always-valid lower bound)``: how far the candidate's predictions moved from the champion's
+    (see the module docstring), and how far at least they moved at ``rule.confidence`` (``sequential``)."""
+    alpha = 1 - rule.confidence
     if "label_shares" in champion and "label_shares" in candidate:
-        labels = set(champion["label_shares"]) | set(candidate["label_shares"])
-        return 0.5 * sum(abs(champion["label_shares"].get(k, 0.0) - candidate["label_shares"].get(k, 0.0))
-                         for k in labels)
+        old, new = champion["label_shares"], candidate["label_shares"]
+        point = 0.5 * sum(abs(old.get(k, 0.0) - new.get(k, 0.0)) for k in set(old) | set(new))
+        return point, sequential.shares_distance_low(old, new, champion["rows"], candidate["rows"],
+                                                     rule.min_requests, alpha)
     if champion.get("mean") is None or candidate.get("mean") is None:
-        return None
-    gap = abs(candidate["mean"] - champion["mean"])
+        return None, 0.0
     scale = champion["std"] if champion["std"] and champion["std"] > 1e-12 else max(abs(champion["mean"]), 1.0)
-    return gap / scale
+    found = sequential.two_sample(_sums(candidate), _sums(champion), 1.0, 1.0, rule.min_requests, alpha)
+    point = abs(candidate["mean"] - champion["mean"]) / scale
+    return point, 0.0 if found is None else max(0.0, abs(found.estimate) - (found.high - found.estimate)) / scale
 
 
-def metric_rule(labels: dict[str, Any] | None, rule: OnlineConfig) -> tuple[str, str, dict[str, Any]]:
-    """``(verdict, sentence, figures)`` of the labelled rows (``online_labels.add_labels``'s record): ``off`` (no
-    labels), ``short`` (fewer than ``min_labelled`` of a variant), ``pass`` or ``fail``."""
-    if not labels:
-        return "off", "", {}
-    champion, candidate = labels["variants"]["champion"], labels["variants"]["candidate"]
-    figures = {"labelled_champion": champion["labelled"], "labelled_candidate": candidate["labelled"],
-               "metric": labels["metric"], "metric_champion": champion["value"],
-               "metric_candidate": candidate["value"]}
-    counts = f"{candidate['labelled']} candidate and {champion['labelled']} champion labelled rows"
-    if min(candidate["labelled"], champion["labelled"]) < rule.min_labelled:
-        return "short", f"{counts} (min_labelled {rule.min_labelled})", figures
-    metric = get_metric(labels["metric"])
-    base, value = champion["value"], candidate["value"]
-    if value is None or base is None:
-        who = "candidate" if value is None else "champion"
-        return "fail", f"the {who}'s {metric.label} on {counts} is not finite", figures
-    tolerance = GateConfig().tolerance if rule.max_metric_regression is None else rule.max_metric_regression
-    higher = metric.higher_is_better
-    limit = base * (1 - tolerance if higher else 1 + tolerance)
-    change = value / base - 1 if base else (0.0 if value == base else float("inf"))
-    sentence = (f"{metric.label} {metric.fmt(value)} on {candidate['labelled']} labelled rows vs the champion's "
-                f"{metric.fmt(base)} on {champion['labelled']} ({pct(change)}, limit "
-                f"{limit_pct(-tolerance if higher else tolerance)}{'; higher is better' if higher else ''})")
-    passed = value >= limit if higher else value <= limit
-    return ("pass" if passed else "fail"), sentence, figures
+def _sums(summary: dict[str, Any]) -> sequential.Sums:
+    n, mean, std = summary["rows"], summary["mean"], summary["std"]
+    return sequential.Sums(n, mean * n, n * (std * std + mean * mean))
 
 
 def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConfig,
@@ -127,11 +111,14 @@ def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConf
     ratio = None
     if candidate.get("p95_ms") is not None and champion.get("p95_ms"):
         ratio = candidate["p95_ms"] / champion["p95_ms"]
-    moved = shift(champion, candidate)
+    moved, moved_low = shift(champion, candidate, rule)
     verdict, measured, by_labels = metric_rule(labels, rule)
     figures = {"champion_requests": champion["requests"], "candidate_requests": candidate["requests"],
-               "error_rate": candidate["error_rate"], "latency_ratio": ratio, "prediction_shift": moved, **by_labels}
+               "error_rate": candidate["error_rate"], "latency_ratio": ratio, "prediction_shift": moved,
+               "prediction_shift_low": moved_low, **by_labels}
     done = f"{candidate['requests']} candidate and {champion['requests']} champion requests"
+    if verdict == "fail":  # the labels' interval is always valid: it decides before min_requests too
+        return Decision("rollback", f"online test failed after {done}: {measured}", figures)
     if min(candidate["requests"], champion["requests"]) < rule.min_requests:
         return Decision("wait", f"{done}; the rule decides at {rule.min_requests} each", figures)
     failures = []
@@ -140,12 +127,11 @@ def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConf
     if ratio is not None and ratio > rule.max_latency_ratio:
         failures.append(f"p95 latency {candidate['p95_ms']:.1f} ms is {ratio:.2f}x the champion's "
                         f"{champion['p95_ms']:.1f} ms (limit {rule.max_latency_ratio:g}x)")
-    if moved is not None and moved > rule.max_prediction_shift:
-        failures.append(f"prediction shift {moved:.3f} > {rule.max_prediction_shift:g}")
+    if moved is not None and moved_low > rule.max_prediction_shift:
+        failures.append(f"prediction shift {moved:.3f}, at least {moved_low:.3f} at {rule.confidence:.0%} "
+                        f"always-valid confidence > {rule.max_prediction_shift:g}")
     if candidate["requests"] - candidate["errors"] == 0:
         failures.append("no request was scored by the candidate")
-    if verdict == "fail":
-        failures.append(measured)
     if failures:
         return Decision("rollback", f"online test failed after {done}: {'; '.join(failures)}", figures)
     if verdict in ("off", "short") and rule.require_labels:
@@ -156,7 +142,7 @@ def decide(champion: dict[str, Any], candidate: dict[str, Any], rule: OnlineConf
     if ratio is not None:
         parts.append(f"p95 latency ratio {ratio:.2f}")
     if moved is not None:
-        parts.append(f"prediction shift {moved:.3f}")
+        parts.append(f"prediction shift {moved:.3f} (at least {moved_low:.3f})")
     if verdict == "pass":
         parts.append(measured)
     elif verdict == "short":

@@ -48,11 +48,13 @@ def version_number(version: str | int) -> str:
 
 
 def check_registered(record: ModelVersion) -> None:
-    """``PromotionError`` unless mlassets registered ``record`` (forced or not: a forged version never moves)."""
-    from mlassets.core.registry import registrations
+    """``PromotionError`` unless mlassets registered ``record`` and its model folder is the one sealed then (forced or
+    not: a forged or edited version never moves)."""
+    from mlassets.core.registry import registrations, seal
 
     try:
         registrations.check(record)
+        registrations.verify_seal(record, seal.model_folder(record))
     except RegistryError as exc:
         raise PromotionError(str(exc)) from None
 

@@ -115,6 +115,7 @@ def rebuild(name: str, version: str) -> RebuildReport:
     registered = versions.get_version(name, version)
     record = versions.record_of(registered)
     report = RebuildReport(name, str(version), not_exact_because=environment_reasons(record))
+    versions.verified_bundle_dir(registered)  # an edited model folder is refused before any work
     config = _config(record)
     if record.plugin:  # the module's code lives outside the recorded git tree: it must be the same file again
         try:

@@ -136,18 +136,24 @@ def bundle_dir(version: ModelVersion) -> Path:
 
 
 def verified_bundle_dir(version: ModelVersion) -> Path:
-    """The version's bundle folder, refused (``RegistryError``) unless the logged model it lies in is the version's
-    (its run and logged model) and its weights are the ones its registry record names."""
-    from mlassets.core.registry import registrations
-    from mlassets.core.registry.folder import check_folder, model_root
+    """The version's bundle folder, refused (``RegistryError``) unless mlassets registered the version, every file of
+    its model folder is the one sealed at registration (``verify_seal``), the folder is the version's logged model
+    (its run and logged model) with the weights its record names, and a bundled plug-in source is the code the
+    record names. Nothing from the folder is parsed before its seal is checked."""
+    from mlassets.core.registry import registrations, seal
+    from mlassets.core.registry.folder import check_folder
+    from mlassets.core.train.mlflow_model import bundle_in
 
     record_of(version)  # an incomplete record is refused by name
     registrations.check(version)  # one mlassets registered, bound to its run and record
-    directory = bundle_dir(version)
+    root = seal.model_folder(version)
+    registrations.verify_seal(version, root)
+    directory = bundle_in(root)
     try:
-        check_folder(model_root(directory), version, directory)
+        check_folder(root, version, directory)
     except ValueError as exc:
         raise RegistryError(str(exc)) from None
+    seal.check_plugin(version, directory)
     return directory
 
 

@@ -88,6 +88,7 @@ def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, refe
         until(sched, lambda: sched.table.job(urgent_id)["state"] in ("running", "done"))
         (event,) = [e for e in sched.table.events() if e["kind"] == "preempted"]
         assert event["job_id"] == batch_id and event["lost_steps"] == 0  # the checkpoint of the step it was at
+        assert event["detail"].startswith("exit 76; checkpoint at step ")  # the ranks' status, not torchrun's 1
         step = int(event["detail"].rsplit(" ", 1)[1])
         assert 5 <= step < 16 and (Path(batch.out_dir) / "checkpoints" / f"step-{step:09d}").is_dir()
         assert sched.table.job(batch_id)["state"] in ("queued", "running")  # requeued, not failed
