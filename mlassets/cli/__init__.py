@@ -1,5 +1,5 @@
-"""The ``mlassets`` command: demo, ingest, run, versions, example, ui, daemon, promote, rollback, history, rebuild,
-diagnose, doctor, prune and prune-transactions."""
+"""The ``mlassets`` command and its subcommands (``mlassets --help`` lists them, each with its one line): one module in
+``mlassets/cli/`` per command or group of commands, each adding its own parser here."""
 
 from __future__ import annotations
 

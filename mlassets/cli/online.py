@@ -19,14 +19,6 @@ from mlassets.cli.online_labels import add_parser as add_labels
 from mlassets.cli.online_labels import cmd_labels
 
 
-def _connect() -> None:
-    import mlflow
-
-    from mlassets.core import paths
-
-    mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
-
-
 def _endpoint(url: str) -> dict[str, Any] | None:
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}/online", timeout=5) as reply:  # noqa: S310 - http(s) only
@@ -76,8 +68,9 @@ def status_text(model: str, url: str) -> str:
 def cmd_online(args: argparse.Namespace) -> int:
     from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
+    from mlassets.core.tracking import connect
 
-    _connect()
+    connect()
     if args.action == "labels":
         return cmd_labels(args)
     try:
