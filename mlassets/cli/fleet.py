@@ -71,19 +71,22 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from mlassets.core.fleet.admission import money
     from mlassets.core.fleet.service import submit
     from mlassets.core.fleet.spec import job_spec
+    from mlassets.core.identity.access import authorize
     from mlassets.core.train.job import TrainJob, train_command
 
     overrides = _overrides(args)  # the flags first: a bad one is named before any file is read
     job = TrainJob.from_json(args.job)
     spec = job_spec(parse_config(job.config), overrides)
     command = train_command(spec.ranks, Path(args.job).resolve())
+    name = args.name or Path(job.out_dir).name
+    who = authorize("submit", spec.team, f"job {name!r}")  # a member of the team spends its budget, no one else
     fleet, table = _fleet(args), _table(args)
-    job_id, decision = submit(table, fleet, args.name or Path(job.out_dir).name, spec, command, job.out_dir)
+    job_id, decision = submit(table, fleet, name, spec, command, job.out_dir, who=who)
     if not decision.admitted:
         print(f"job {job_id} {decision.reason}", file=sys.stderr)
         return 1
     print(f"job {job_id} queued: {spec.gpus} GPUs ({spec.ranks} ranks x {spec.gpus_per_rank}), team {spec.team}, "
-          f"{spec.priority}, {spec.capacity}, priced {money(fleet, decision.cost)}")
+          f"{spec.priority}, {spec.capacity}, priced {money(fleet, decision.cost)}, by {who}")
     return 0
 
 

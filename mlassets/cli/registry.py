@@ -66,16 +66,26 @@ def _act(args: argparse.Namespace, move: Callable[[], Entry]) -> int:
     return 0
 
 
+def principal(action: str, model: str) -> str:
+    """The user allowed to ``action`` ``model`` (a role on the team its dataset config names), or ``AccessDenied``."""
+    from mlassets.core.identity.access import authorize, owning_team
+
+    return authorize(action, owning_team(model), f"model {model!r}")
+
+
 def cmd_promote(args: argparse.Namespace) -> int:
     from mlassets.core.registry import promote
 
-    return _act(args, lambda: promote.promote(args.model, args.version, reason=args.reason, force=args.force))
+    who = principal("promote", args.model)
+    return _act(args, lambda: promote.promote(args.model, args.version, who=who, reason=args.reason,
+                                              force=args.force))
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     from mlassets.core.registry import promote
 
-    return _act(args, lambda: promote.rollback(args.model, reason=args.reason))
+    who = principal("rollback", args.model)
+    return _act(args, lambda: promote.rollback(args.model, who=who, reason=args.reason))
 
 
 def _findings(name: str, log: PromotionLog) -> tuple[str, list[str], bool]:
