@@ -70,7 +70,7 @@ def principal(action: str, model: str) -> str:
     """The user allowed to ``action`` ``model`` (a role on the team its dataset config names), or ``AccessDenied``."""
     from mlassets.core.identity.access import authorize, owning_team
 
-    return authorize(action, owning_team(model), f"model {model!r}")
+    return authorize(action, lambda: owning_team(model), f"model {model!r}")
 
 
 def cmd_promote(args: argparse.Namespace) -> int:

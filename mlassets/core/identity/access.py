@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,13 +125,15 @@ def claimed_user() -> str:
         return "unknown"
 
 
-def authorize(action: str, team: str | None, what: str = "", user: str | None = None,
+def authorize(action: str, team: str | None | Callable[[], str | None], what: str = "", user: str | None = None,
               access: Access | None = None) -> str:
     """The principal allowed to do ``action`` on ``team``'s ``what`` (its name, for the log), or ``AccessDenied``.
-    With no access file: the single-user name (nothing checked)."""
+    With no access file: the single-user name (nothing checked). ``team`` may be a function, called only when the
+    file exists (finding a model's team reads every dataset config)."""
     access = access if access is not None else load_access()
     if access is None:
         return user or claimed_user()
+    team = team() if callable(team) else team
     user = user or os_user()
     need = ACTIONS[action]
     if need in access.roles(user, team):

@@ -87,3 +87,15 @@ def test_file_found_beside_the_fleet_and_a_named_one_must_exist(tmp_path: Path, 
     monkeypatch.setenv("MLASSETS_ACCESS", str(tmp_path / "nowhere.yaml"))
     with pytest.raises(ConfigError, match="MLASSETS_ACCESS: access file .*nowhere.yaml' does not exist"):
         load_access()
+
+
+def test_the_team_is_looked_up_only_when_checks_are_on(home: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLASSETS_ACCESS", raising=False)
+    monkeypatch.delenv("MLASSETS_FLEET", raising=False)
+    asked: list[str] = []
+    authorize("promote", lambda: asked.append("team") or "ranking")
+    assert asked == []  # single-user mode reads no dataset config
+    rules = parse_access(RULES)
+    assert authorize("promote", lambda: asked.append("team") or "ranking", user="alice", access=rules) == "alice"
+    assert asked == ["team"]
