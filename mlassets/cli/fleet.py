@@ -138,6 +138,10 @@ def kueue_docs(args: argparse.Namespace) -> list[dict]:
     fleet = _fleet(args)
     if args.kueue_config:
         return [kueue.kueue_config(fleet)]
+    if args.team_access:
+        from mlassets.core.fleet.kueue_access import render_access
+
+        return render_access(fleet)
     docs = kueue.render_fleet(fleet)
     warnings = kueue.preemption_warnings(fleet)
     if args.config:
@@ -232,6 +236,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="the run's workload: Kubeflow Trainer's TrainJob, or PyTorchJob (training operator v1)")
     kueue.add_argument("--kueue-config", action="store_true",
                        help="print Kueue's manager Configuration for the fleet (waitForPodsReady, frameworks) instead")
+    kueue.add_argument("--team-access", action="store_true",
+                       help="print each team's service account, the RBAC and the admission policy that lets only a "
+                            "team's account submit to its queues instead (docs/identity.md)")
     kueue.add_argument("--name")
     kueue.add_argument("--image", default="registry.example.com/mlassets@sha256:" + "0" * 64)
     kueue.add_argument("--train-job", default="/var/lib/mlassets/work/job.json")
