@@ -1,5 +1,5 @@
 """The ``mlassets`` command: demo, ingest, run, versions, example, ui, daemon, promote, rollback, history, rebuild,
-diagnose, doctor, prune and prune-transactions."""
+diagnose, doctor, prune, prune-transactions, token and whoami."""
 
 from __future__ import annotations
 

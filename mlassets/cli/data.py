@@ -117,7 +117,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from mlassets.core.identity.access import authorize
+
     cfg = config_of(args)
+    # a run spends its team's budget; --again retrains what was trained (checked before the instance is opened)
+    authorize("retrain" if args.again else "run", cfg.fleet.team, f"dataset {cfg.dataset.name!r}")
 
     from mlassets.cli.demo import play
     from mlassets.cli.versions import data_versions
@@ -135,12 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
-    from mlassets.core.identity.access import authorize
     from mlassets.defs.fleet_admission import Refused
     from mlassets.host.run_lock import AlreadyRunning, AlreadyTrained
-
-    # a run spends its team's budget; --again retrains what was trained
-    authorize("retrain" if args.again else "run", cfg.fleet.team, f"dataset {cfg.dataset.name!r}")
 
     try:
         row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,

@@ -104,3 +104,15 @@ def test_prune_and_tokens_need_an_admin_and_a_token_is_shown_once(home: str, tmp
     code, out, _ = _run(capsys, "token", "rotate", "ci")
     assert code == 0 and TokenStore().verify(token) is None and TokenStore().verify(out.strip()) is not None
     assert _run(capsys, "whoami")[1].startswith(f"{ME} (platform admin)")
+
+
+def test_a_run_of_another_teams_dataset_is_refused_before_anything_opens(home: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    team = load_config(shipped_configs()["flights"]).fleet.team
+    _access(tmp_path / "access.yaml", monkeypatch, f"teams:\n  elsewhere:\n    members: [{ME}]\n")
+    for argv, action in ((["run", "--config", "flights", "--again"], "retrain"), (["run", "--config", "flights"],
+                                                                               "run")):
+        code, out, err = _run(capsys, *argv)
+        assert (code, out) == (2, "") and f"user '{ME}' may not {action} dataset 'flights' of team '{team}'" in err
+    assert not (Path(home) / "dagster").exists()  # no instance opened, nothing launched
