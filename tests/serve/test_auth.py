@@ -81,7 +81,7 @@ def test_every_refusal_is_a_sentence_and_nothing_is_scored_or_leaked(guarded, ca
                       *(a.text + str(dict(a.headers)) for a in [*answers, ok]),
                       (paths.home() / TRACE_FILE).read_text() if (paths.home() / TRACE_FILE).exists() else ""])
     for token in tokens.values():
-        assert token not in seen and token.rsplit("_", 1)[1] not in seen
+        assert token not in seen and token.split("_", 2)[2] not in seen
 
 
 def test_beyond_loopback_a_token_is_required_unless_insecure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

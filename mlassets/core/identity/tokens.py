@@ -52,7 +52,7 @@ class TokenStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or tokens_path()
-        self._seen: tuple[int, int] | None = None
+        self._seen: tuple[int, int, int] | None = None
         self._records: dict[str, TokenRecord] = {}
 
     def records(self) -> dict[str, TokenRecord]:
@@ -62,14 +62,14 @@ class TokenStore:
         except FileNotFoundError:
             self._seen, self._records = None, {}
             return {}
-        if self._seen != (stat.st_mtime_ns, stat.st_size):
+        if self._seen != (stat.st_ino, stat.st_mtime_ns, stat.st_size):  # each write is a new file
             try:
                 rows = json.loads(self.path.read_text())["tokens"]
                 records = {name: TokenRecord(**{**row, "scopes": tuple(row["scopes"])}) for name, row in rows.items()}
             except (ValueError, KeyError, TypeError) as exc:
                 raise ConfigError(f"{self.path}: not a token file ({type(exc).__name__}); issue the tokens again "
                                   "with mlassets token issue") from None
-            self._seen, self._records = (stat.st_mtime_ns, stat.st_size), records
+            self._seen, self._records = (stat.st_ino, stat.st_mtime_ns, stat.st_size), records
         return self._records
 
     def _write(self, records: dict[str, TokenRecord]) -> None:

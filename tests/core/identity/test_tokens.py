@@ -16,7 +16,7 @@ def test_issue_verify_rotate_revoke(tmp_path: Path) -> None:
     store = TokenStore(tmp_path / "tokens.json")
     token = store.issue("ci", ["predict"])
     text = (tmp_path / "tokens.json").read_text()
-    assert token not in text and token.split("_")[2] not in text  # only the hash is kept
+    assert token not in text and token.split("_", 2)[2] not in text  # only the hash is kept
     assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600
     record = TokenStore(tmp_path / "tokens.json").verify(token)  # another reader of the same file
     assert record is not None and record.name == "ci" and record.scopes == ("predict",)
