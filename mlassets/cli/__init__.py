@@ -40,6 +40,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if command == "fleet":
         add_fleet(sub)
         return parser
+    from mlassets.cli.access import add_parser as add_access
     from mlassets.cli.data import add_commands as add_data_commands
     from mlassets.cli.diagnose import add_parser as add_diagnose
     from mlassets.cli.doctor import add_parser as add_doctor
@@ -73,6 +74,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_serve(sub)
     add_online(sub)
     add_fleet(sub)
+    add_access(sub)
     return parser
 
 

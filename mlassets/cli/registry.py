@@ -60,15 +60,20 @@ def _act(args: argparse.Namespace, move: Callable[[], Entry]) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    from mlassets.core.identity.access import model_principal
     from mlassets.core.registry import promote
 
-    return _act(args, lambda: promote.promote(args.model, args.version, reason=args.reason, force=args.force))
+    who = model_principal("promote", args.model)
+    return _act(args, lambda: promote.promote(args.model, args.version, who=who, reason=args.reason,
+                                              force=args.force))
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
+    from mlassets.core.identity.access import model_principal
     from mlassets.core.registry import promote
 
-    return _act(args, lambda: promote.rollback(args.model, reason=args.reason))
+    who = model_principal("rollback", args.model)
+    return _act(args, lambda: promote.rollback(args.model, who=who, reason=args.reason))
 
 
 def _findings(name: str, log: PromotionLog) -> tuple[str, list[str], bool]:
