@@ -20,12 +20,14 @@ demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 JOBS   ?= 2
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadscope
 
-test: $(STAMP) chromium postgres  ## lint, then the whole test suite
+test: $(STAMP) chromium postgres  ## lint and types, then the whole test suite
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(PYTEST) --durations=25 $(ARGS)
 
 test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, then every test not marked e2e (CI runs `make test`)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(PYTEST) --durations=10 -m "not e2e" $(ARGS)
 
 soak: $(STAMP) postgres  ## the PostgreSQL soak at full length: 20 data versions and a daemon crash (`make test` runs 6)

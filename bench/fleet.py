@@ -21,8 +21,8 @@ from mlassets.core.fleet.spec import job_spec
 from mlassets.core.fleet.table import FleetTable
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.synthetic import tiny_config, write_splits
-from mlassets.core.train.torch_run.process import read_result
 
 FLEET = {"pools": {"spot": {"gpus": 1, "capacity": "spot", "price_per_gpu_hour": 100.0}},
          "teams": {"research": {"gpu_quota": 1, "budget": 1e6}, "product": {"gpu_quota": 1, "budget": 1e6}},
@@ -79,13 +79,13 @@ def _run(work: Path, data: tuple[Path, Path], name: str, every: int, trigger: st
         sched.close()
     resumed = resumed or time.time()  # (its last steps ran between two looks: at most the time it finished)
     events = [e for e in sched.table.events() if e["job_id"] == job_id]
-    unsaved = trigger == "preempt" and not read_result(out).resumed_from_step  # SIGTERM always checkpoints
+    unsaved = trigger == "preempt" and not read_outcome(out).result.resumed_from_step  # SIGTERM always checkpoints
     if trigger and (len(events) != 1 or fired is None or unsaved):
         raise RuntimeError(f"{name}: expected one {trigger} and a resume, got {events}")
     freed = events[0]["time"] - fired if trigger else 0.0  # the event is written as the GPUs are released
     return {"wall": time.monotonic() - started, "freed": freed, "lost": sum(e["lost_steps"] for e in events),
             "restart": (resumed - events[0]["time"]) if trigger else 0.0,
-            "sha": read_result(out).final_weights_sha256}  # type: ignore[dict-item]
+            "sha": read_outcome(out).result.final_weights_sha256}  # type: ignore[dict-item]
 
 
 def _same(runs: dict[str, dict], reference: str) -> None:

@@ -37,12 +37,13 @@ from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
 from mlassets.core.train.metric_sinks import RUN_ID, TRACKING_URI
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
 from mlassets.core.train.torch_run import distributed as dd
 from mlassets.core.train.torch_run.loader import TabularData, load_data
 from mlassets.core.train.torch_run.mlp import build_model
-from mlassets.core.train.torch_run.process import read_result, run_training
+from mlassets.core.train.torch_run.process import run_training
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS, THROUGHPUT_GOAL = 8, 0.97  # at most 8 pairs for the interval on a throughput ratio
@@ -201,7 +202,7 @@ def _throughput(spec: dict, nproc: int, rows: int, root: Path, raw: bool = False
         seconds = report["step_seconds"][2:]
     else:
         _launch(train_command(nproc, path), f"training with {nproc} rank(s)")
-        result = read_result(job.out_dir)
+        result = read_outcome(job.out_dir).result
         expect_trained(result, rows, f"training with {nproc} rank(s)")
         seconds = [r["t_step"] for r in pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()[2:]]
     expect(seconds, f"{'raw DDP' if raw else 'training'} with {nproc} rank(s): no step after the warm-up")

@@ -1,5 +1,5 @@
-"""The ``mlassets`` command: demo, ingest, run, versions, example, ui, daemon, promote, rollback, history, rebuild,
-diagnose, doctor, prune and prune-transactions."""
+"""The ``mlassets`` command and its subcommands (``mlassets --help`` lists them, each with its one line): one module in
+``mlassets/cli/`` per command or group of commands, each adding its own parser here."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if command == "fleet":
         add_fleet(sub)
         return parser
+    from mlassets.cli.access import add_parser as add_access
     from mlassets.cli.data import add_commands as add_data_commands
     from mlassets.cli.diagnose import add_parser as add_diagnose
     from mlassets.cli.doctor import add_parser as add_doctor
@@ -73,6 +74,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_serve(sub)
     add_online(sub)
     add_fleet(sub)
+    add_access(sub)
     return parser
 
 

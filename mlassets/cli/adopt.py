@@ -35,16 +35,17 @@ def dagster_problem(dataset: str, name: str, number: str, run_id: str) -> str | 
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    from mlassets.cli.registry import _connect
+    from mlassets.core.identity.access import model_principal
     from mlassets.core.registry import adopt, versions
-    from mlassets.core.registry.promotion import current_user
+    from mlassets.core.tracking import connect
 
-    _connect()
+    who = model_principal("adopt", args.model)
+    connect()
     number = args.version.removeprefix("v")
     version = versions.get_version(args.model, number)
     record = versions.record_of(version)
     problem = dagster_problem(record.dataset, args.model, number, record.dagster_run_id)
-    entry = adopt.adopt(version, who=f"{current_user()} (mlassets adopt)", more=[problem] if problem else [])
+    entry = adopt.adopt(version, who=f"{who} (mlassets adopt)", more=[problem] if problem else [])
     print(f"{args.model} v{number}: adopted into the registration history (seq {entry.seq}); its run "
           f"{version.run_id}, folder and record checked", file=sys.stdout)
     return 0

@@ -71,19 +71,22 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from mlassets.core.fleet.admission import money
     from mlassets.core.fleet.service import submit
     from mlassets.core.fleet.spec import job_spec
+    from mlassets.core.identity.access import authorize
     from mlassets.core.train.job import TrainJob, train_command
 
     overrides = _overrides(args)  # the flags first: a bad one is named before any file is read
     job = TrainJob.from_json(args.job)
     spec = job_spec(parse_config(job.config), overrides)
     command = train_command(spec.ranks, Path(args.job).resolve())
+    name = args.name or Path(job.out_dir).name
+    who = authorize("submit", spec.team, f"job {name!r}")  # a member of the team spends its budget, no one else
     fleet, table = _fleet(args), _table(args)
-    job_id, decision = submit(table, fleet, args.name or Path(job.out_dir).name, spec, command, job.out_dir)
+    job_id, decision = submit(table, fleet, name, spec, command, job.out_dir, who=who)
     if not decision.admitted:
         print(f"job {job_id} {decision.reason}", file=sys.stderr)
         return 1
     print(f"job {job_id} queued: {spec.gpus} GPUs ({spec.ranks} ranks x {spec.gpus_per_rank}), team {spec.team}, "
-          f"{spec.priority}, {spec.capacity}, priced {money(fleet, decision.cost)}")
+          f"{spec.priority}, {spec.capacity}, priced {money(fleet, decision.cost)}, by {who}")
     return 0
 
 
@@ -135,6 +138,10 @@ def kueue_docs(args: argparse.Namespace) -> list[dict]:
     fleet = _fleet(args)
     if args.kueue_config:
         return [kueue.kueue_config(fleet)]
+    if args.team_access:
+        from mlassets.core.fleet.kueue_access import render_access
+
+        return render_access(fleet)
     docs = kueue.render_fleet(fleet)
     warnings = kueue.preemption_warnings(fleet)
     if args.config:
@@ -229,6 +236,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="the run's workload: Kubeflow Trainer's TrainJob, or PyTorchJob (training operator v1)")
     kueue.add_argument("--kueue-config", action="store_true",
                        help="print Kueue's manager Configuration for the fleet (waitForPodsReady, frameworks) instead")
+    kueue.add_argument("--team-access", action="store_true",
+                       help="print each team's service account, the RBAC and the admission policy that lets only a "
+                            "team's account submit to its queues instead (docs/identity.md)")
     kueue.add_argument("--name")
     kueue.add_argument("--image", default="registry.example.com/mlassets@sha256:" + "0" * 64)
     kueue.add_argument("--train-job", default="/var/lib/mlassets/work/job.json")

@@ -19,14 +19,6 @@ from mlassets.cli.online_labels import add_parser as add_labels
 from mlassets.cli.online_labels import cmd_labels
 
 
-def _connect() -> None:
-    import mlflow
-
-    from mlassets.core import paths
-
-    mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
-
-
 def _endpoint(url: str) -> dict[str, Any] | None:
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}/online", timeout=5) as reply:  # noqa: S310 - http(s) only
@@ -76,16 +68,20 @@ def status_text(model: str, url: str) -> str:
 def cmd_online(args: argparse.Namespace) -> int:
     from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
+    from mlassets.core.tracking import connect
 
-    _connect()
+    connect()
     if args.action == "labels":
         return cmd_labels(args)
     try:
         if args.action == "status":
             print(status_text(args.model, args.url))
             return 0
+        from mlassets.core.identity.access import model_principal
+
+        who = model_principal("online", args.model)
         if args.action == "start":
-            entry = online_log.start(args.model, args.version, args.mode, reason=args.reason)
+            entry = online_log.start(args.model, args.version, args.mode, who=who, reason=args.reason)
             print(f"{args.model}: v{entry.to_version} started as {args.mode} against v{entry.from_version} "
                   f"(seq {entry.seq}); a running `mlassets serve {args.model}` picks it up at its next poll")
             return 0
@@ -94,9 +90,9 @@ def cmd_online(args: argparse.Namespace) -> int:
             raise PromotionError(f"model {args.model!r} has no online test running")
         reason = f"by hand: {args.reason}"
         if args.action == "promote":
-            entry = online_log.promote_candidate(args.model, test, reason)
+            entry = online_log.promote_candidate(args.model, test, reason, who=who)
         else:
-            entry = online_log.roll_back(args.model, test, reason)
+            entry = online_log.roll_back(args.model, test, reason, who=who)
         print(f"{args.model}: {entry.action} v{entry.to_version} (seq {entry.seq}): {entry.reason}")
         return 0
     except PromotionError as exc:

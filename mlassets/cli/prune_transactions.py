@@ -39,9 +39,11 @@ def fail_dead_ingests() -> list[str]:
 
 def cmd_prune_transactions(args: argparse.Namespace) -> int:
     from mlassets.core.data.store import open_store
+    from mlassets.core.identity.access import authorize
 
     if args.older_than < 0:
         raise ConfigError(f"--older-than: {args.older_than} is negative")
+    authorize("prune", None, "the store's transactions")
     store = open_store(args.backend)
     args.backend = store.backend
     repos = args.repo or store.list_repos()

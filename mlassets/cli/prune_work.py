@@ -31,6 +31,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
     from mlassets.core.train.workfiles import exported_splits
 
+    if not args.dry_run:
+        from mlassets.core.identity.access import authorize
+
+        authorize("prune", None, "the home's work folders")
     work = paths.home() / "work"
     found = exported_splits(work)
     active = active_run_keys() if found else set()

@@ -33,14 +33,6 @@ def default_model() -> str:
                       "or --config")
 
 
-def _connect() -> None:
-    import mlflow
-
-    from mlassets.core import paths
-
-    mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
-
-
 def _done(entry: Entry, replaced: Entry | None) -> str:
     origin = f"v{entry.from_version}" if entry.from_version else "none"
     why = f": {entry.reason}" if entry.reason else ""
@@ -56,8 +48,9 @@ def _act(args: argparse.Namespace, move: Callable[[], Entry]) -> int:
     """Repair what an interrupted promotion left behind (saying so), then promote or roll back."""
     from mlassets.core.registry import promote
     from mlassets.core.registry.promotion import PromotionLog
+    from mlassets.core.tracking import connect
 
-    _connect()
+    connect()
     log = PromotionLog()
     for line in promote.sync(args.model, log):
         print(line, file=sys.stderr)
@@ -67,15 +60,20 @@ def _act(args: argparse.Namespace, move: Callable[[], Entry]) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    from mlassets.core.identity.access import model_principal
     from mlassets.core.registry import promote
 
-    return _act(args, lambda: promote.promote(args.model, args.version, reason=args.reason, force=args.force))
+    who = model_principal("promote", args.model)
+    return _act(args, lambda: promote.promote(args.model, args.version, who=who, reason=args.reason,
+                                              force=args.force))
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
+    from mlassets.core.identity.access import model_principal
     from mlassets.core.registry import promote
 
-    return _act(args, lambda: promote.rollback(args.model, reason=args.reason))
+    who = model_principal("rollback", args.model)
+    return _act(args, lambda: promote.rollback(args.model, who=who, reason=args.reason))
 
 
 def _findings(name: str, log: PromotionLog) -> tuple[str, list[str], bool]:

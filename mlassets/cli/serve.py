@@ -1,11 +1,42 @@
-"""``mlassets serve MODEL``: the gated champion of a registered model behind an HTTP endpoint (127.0.0.1)."""
+"""``mlassets serve MODEL``: the gated champion of a registered model behind an HTTP endpoint (127.0.0.1).
+
+Bound beyond loopback it needs bearer tokens (``mlassets token issue NAME --scope predict``) and refuses to start
+without one unless ``--insecure`` is given; whenever tokens exist the endpoint checks them (``mlassets.serve.auth``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 
 from mlassets.core import paths
 from mlassets.serve.build import TRACE_FILE, build
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: whatever it resolves to, it is not known to be loopback
+        return False
+
+
+def auth_store(host: str, insecure: bool):  # noqa: ANN201 - TokenStore | None
+    """The tokens the endpoint checks (None: open); ``ServingError`` beyond loopback with no token and no
+    ``--insecure``."""
+    from mlassets.core.identity.tokens import TokenStore
+    from mlassets.serve.load import ServingError
+
+    if insecure:
+        return None
+    store = TokenStore()
+    records = store.records()
+    if not loopback(host) and not any("predict" in r.scopes for r in records.values()):
+        raise ServingError(f"--host {host} is beyond loopback and no token with the 'predict' scope is configured "
+                           f"in {store.path}: issue one (mlassets token issue NAME --scope predict) or say "
+                           "--insecure to serve anyone who reaches the port")
+    return store if records else None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -13,18 +44,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from mlassets.serve.auth import BearerAuth
     from mlassets.serve.load import ServingError
     from mlassets.serve.telemetry import stamped_http
 
     try:
+        store = auth_store(args.host, args.insecure)
         app = build(args.model, args.config)
     except ServingError as exc:
         print(f"mlassets serve: refused: {exc}", file=sys.stderr)
         return 2
+    if store is not None:
+        app.add_middleware(BearerAuth, store=store)
     model = app.state.champion.current
+    guard = f"bearer tokens of {store.path}" if store is not None else "no token asked (--insecure or loopback)"
     print(f"serving {model.name} v{model.version} ({model.basis}) on http://{args.host}:{args.port} "
-          f"(POST /invocations, /predict; GET /health, /ready, /metrics); traces in {paths.home() / TRACE_FILE}",
-          flush=True)
+          f"(POST /invocations, /predict; GET /health, /ready, /metrics; {guard}); traces in "
+          f"{paths.home() / TRACE_FILE}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, http=stamped_http())
     return 0
 
@@ -36,5 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, default=8080, help="default 8080")
     parser.add_argument("--config", help="the dataset config (a shipped name or a YAML file); default: the one "
                                          "whose model.registered_name is MODEL")
+    parser.add_argument("--insecure", action="store_true",
+                        help="serve without bearer tokens even beyond loopback (anyone who reaches the port)")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(func=cmd_serve)

@@ -104,7 +104,7 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
 
     from mlassets.core.fleet import heartbeat as hb
     from mlassets.core.fleet.service import fleet_table
-    from mlassets.core.train.torch_run.preempt import read_preemption
+    from mlassets.core.train.outcome import read_outcome
 
     run = instance.get_run_by_id(run_id)
     why = fleet_stop(run)
@@ -113,7 +113,7 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
     table, lease = fleet_table(), hb.run_lease(run_id)
     beats = table.heartbeats(lease)
     killed = hb.kill_ranks(table, lease)
-    step = read_preemption(out_dir)
+    step = getattr(read_outcome(out_dir), "step", None)  # preempted: the step whose checkpoint is written
     written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
     lost = 0 if step is not None else max((b["step"] - b["checkpoint_step"] for b in beats), default=None)
     if lost is not None:

@@ -17,7 +17,7 @@ import pytest
 
 from mlassets.cli import main
 from mlassets.core.data.store import open_store
-from mlassets.core.data.store._lakefs_tx import TX_PREFIX
+from mlassets.core.data.store.lakefs_tx import TX_PREFIX
 from mlassets.examples.sales import write_example
 from mlassets.host.instance import get_instance
 from mlassets.host.run_liveness import PID_TAG

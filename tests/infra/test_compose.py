@@ -74,10 +74,31 @@ def test_the_host_sees_only_127_0_0_1_and_the_uis_only_through_the_authenticatin
     routes = {}
     for server in (d["block"] for d in http if d["directive"] == "server"):
         listen = next(d["args"][0] for d in server if d["directive"] == "listen")
-        assert not any(d["directive"] == "auth_basic" and d["args"] == ["off"] for d in server)
+        off = any(d["directive"] == "auth_basic" and d["args"] == ["off"] for d in server)
+        assert off == (listen == "5000"), listen  # MLflow alone: it authenticates every request itself
         location = next(d for d in server if d["directive"] == "location")["block"]
         routes[int(listen)] = next(d["args"][0] for d in location if d["directive"] == "proxy_pass")
     assert routes == {port: f"http://{name}:{port}" for name, port in BEHIND_PROXY.items()}
+
+
+def test_mlflow_runs_its_own_authentication_with_the_platforms_service_account(compose) -> None:
+    from mlassets.host.mlflow_auth import REQUIRED, auth_ini
+
+    mlflow = compose["services"]["mlflow"]
+    assert "python -m mlassets.host.mlflow_auth " in mlflow["command"]
+    assert set(REQUIRED) <= set(_environment(mlflow))
+    assert "mlflow_auth" in (INFRA / "postgres" / "init-databases.sh").read_text()
+    shared = compose["x-mlassets-env"]  # every mlassets service and run signs in as the admin MLflow creates
+    assert shared["MLFLOW_TRACKING_USERNAME"] == _environment(mlflow)["MLFLOW_AUTH_ADMIN_USERNAME"]
+    assert shared["MLFLOW_TRACKING_PASSWORD"] == _environment(mlflow)["MLFLOW_AUTH_ADMIN_PASSWORD"]
+    assert {"MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"} <= set(
+        load("dagster.yaml")["run_launcher"]["config"]["env_vars"])
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read_string(auth_ini("postgresql://u:p%40ss@db:5432/mlflow_auth"))
+    assert parser["mlflow"]["database_uri"] == "postgresql://u:p%40ss@db:5432/mlflow_auth"  # % survives
+    assert parser["mlflow"]["default_permission"] == "READ"
 
 
 class _Placeholders(dict):

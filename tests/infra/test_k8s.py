@@ -13,7 +13,7 @@ import yaml
 from mlassets.core import settings
 from tests.infra.conftest import INFRA, load_all, render_module, valid_k8s
 
-MANIFESTS = ["k8s/dagster-instance.yaml", "k8s/dagster.yaml", "k8s/train-multinode.yaml"]
+MANIFESTS = ["k8s/dagster-instance.yaml", "k8s/dagster.yaml", "k8s/train-multinode.yaml", "k8s/mlflow.yaml"]
 IMAGE = "registry.example.com/mlassets@sha256:" + "1" * 64
 JOB = "/var/lib/mlassets/work/flights/train/abc/job.json"
 
@@ -46,7 +46,8 @@ def test_images_are_pinned_by_digest_and_secrets_come_only_from_the_secret() -> 
                 assert "@sha256:" in container["image"], f"{manifest}: {container['name']}"
                 for env in container.get("env", []):
                     assert not settings.is_secret_name(env["name"]), f"{manifest}: {env['name']} written in"
-                assert {"secretRef": {"name": "mlassets-secrets"}} in container["envFrom"]
+                secret = "mlassets-mlflow" if manifest == "k8s/mlflow.yaml" else "mlassets-secrets"  # its own, narrower
+                assert {"secretRef": {"name": secret}} in container["envFrom"]
             if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "mlassets-env":
                 assert not [k for k, v in doc["data"].items() if settings.is_secret_name(k) or settings.url_password(v)]
 
@@ -113,3 +114,16 @@ def test_render_prints_yaml_that_kubectl_applies_as_is(capsys) -> None:
     assert [d["kind"] for d in docs] == ["Service", "Job"]
     for doc in docs:
         valid_k8s(doc)
+
+
+def test_mlflow_runs_its_own_authentication_and_every_pod_signs_in() -> None:
+    from mlassets.host.mlflow_auth import REQUIRED
+
+    (_, deployment) = load_all("k8s/mlflow.yaml")
+    (container,) = _containers(deployment)
+    assert "python -m mlassets.host.mlflow_auth " in container["args"][0]
+    assert container["envFrom"] == [{"secretRef": {"name": "mlassets-mlflow"}}]
+    header = (INFRA / "k8s" / "mlflow.yaml").read_text().split("apiVersion", 1)[0]
+    assert all(f"{name}=" in header for name in REQUIRED)  # the Secret's keys the server refuses to start without
+    example = (INFRA / "k8s" / "secrets.env.example").read_text()
+    assert "MLFLOW_TRACKING_USERNAME=" in example and "MLFLOW_TRACKING_PASSWORD=CHANGE_ME" in example

@@ -4,7 +4,6 @@ A dataset is one YAML file; ``load_config`` reads it strictly (unknown keys, wro
 fail at load, naming the key path and the value), so nothing is found wrong after an asset has run.
 """
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.load import (
     CONFIG_DIR,
     CONFIGS_ENV,
@@ -32,6 +31,7 @@ from mlassets.core.config.schema import (
     TuningConfig,
     canonical_hash,
 )
+from mlassets.core.config.typed import ConfigError
 
 __all__ = [
     "AutomationConfig", "MonitoringConfig", "TuningConfig",

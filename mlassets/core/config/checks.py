@@ -1,6 +1,6 @@
 """Every cross-field rule of a pipeline config, checked at load: each failure names the key path and the value.
 
-Types, unknown keys and finite numbers are checked while the YAML is read (``_typed``); what needs more than
+Types, unknown keys and finite numbers are checked while the YAML is read (``typed``); what needs more than
 one field, or a range, is here, so that nothing is found wrong after an asset has run.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import zoneinfo
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.automation import check_automation
 from mlassets.core.config.model import check_model
 from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
 from mlassets.core.config.serving import check_serving
+from mlassets.core.config.typed import ConfigError
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")
@@ -256,4 +256,4 @@ def check(cfg: PipelineConfig) -> None:
     check_model(cfg)
     _gate(cfg)
     check_automation(cfg)
-    check_serving(cfg)
+    check_serving(cfg.serving, [*cfg.features.categorical, *cfg.features.numeric])

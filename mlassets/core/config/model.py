@@ -10,8 +10,8 @@ import math
 import re
 from typing import Any
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError
 
 _MODULE_PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _FILE_PLUGIN = re.compile(r"^[^:]+\.py:[A-Za-z_]\w*$")

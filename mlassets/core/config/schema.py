@@ -8,13 +8,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.job import FleetJobConfig
 from mlassets.core.config.lifecycle import AutomationConfig as AutomationConfig
 from mlassets.core.config.lifecycle import GateConfig as GateConfig
 from mlassets.core.config.lifecycle import MonitoringConfig as MonitoringConfig
 from mlassets.core.config.lifecycle import TuningConfig as TuningConfig
 from mlassets.core.config.serving import ServingConfig
+from mlassets.core.config.typed import ConfigError
 
 MISSING_VALUES = ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A")  # read as missing
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from mlassets.core.config._typed import ConfigError
-
-if TYPE_CHECKING:
-    from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError
 
 
 @dataclass(frozen=True)
@@ -93,11 +90,11 @@ class ServingConfig:
                               f"{self.downstream_url!r}")
 
 
-def check_serving(cfg: PipelineConfig) -> None:
-    """``serving.online.label_key`` names columns the model takes: the endpoint records only those of a row."""
-    inputs = [*cfg.features.categorical, *cfg.features.numeric]
-    for column in cfg.serving.online.label_key:
+def check_serving(serving: ServingConfig, inputs: list[str]) -> None:
+    """``serving.online.label_key`` names columns the model takes (``inputs``, the features): the endpoint records
+    only those of a row."""
+    for column in serving.online.label_key:
         if column not in inputs:
             raise ConfigError(f"serving.online.label_key: {column!r} is not one of the model's input columns "
                               f"(features.categorical and features.numeric: {', '.join(inputs)}); got "
-                              f"{cfg.serving.online.label_key!r}")
+                              f"{serving.online.label_key!r}")

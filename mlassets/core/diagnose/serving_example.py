@@ -1,10 +1,11 @@
-"""The source's worked example of a slow p99 as endpoint spans, read by the same diagnosis as recorded ones:
+"""A worked example of a slow p99 (``mlassets diagnose --serving-example``) as endpoint spans, read by the
+same diagnosis as recorded ones:
 
 "If median requests are 80 ms and p99 is now 160 ms, I might find: feature retrieval 15 ms, preprocessing 10 ms,
 batch queue 55 ms, model execution 20 ms, downstream call 45 ms. That tells me the issue is batching or a
 dependency, not the model itself."
 
-The source gives the slow request's spans; the median ones here spend the same on features, preprocessing and the
+The example gives the slow request's spans; the median ones here spend the same on features, preprocessing and the
 model, and less in the queue and on the dependency (the rest of 80 ms).
 """
 
@@ -29,7 +30,7 @@ def seed_p99_spans(requests: int = 200, slow_every: int = 50, slow: dict[str, fl
                    cpu: tuple[dict[str, float], dict[str, float]] | None = None, pressure: Pressure | None = None,
                    window: tuple[float, float] | None = None) -> pd.DataFrame:
     """Spans (``spans.read_spans`` columns) of ``requests`` endpoint requests, every ``slow_every``-th slow (the
-    source's by default; ``outside_ms``: time of a slow request outside every span). Recorded as a server records
+    example's by default; ``outside_ms``: time of a slow request outside every span). Recorded as a server records
     them, optionally: ``cpu`` ms per stage of the slow and of the other requests, the host's ``pressure`` on every
     root, and the batch queue's ``window`` ms held open (slow, others)."""
     rows = []

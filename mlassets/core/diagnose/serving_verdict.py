@@ -1,7 +1,7 @@
-"""Why an endpoint's p99 is slow, in the source's terms: batching, a dependency, feature retrieval, the model, or
+"""Why an endpoint's p99 is slow, named as one of five causes: batching, a dependency, feature retrieval, the model, or
 the host, from its per-request spans.
 
-The source's method: take the slow requests (p99 and above), compare their spans with fast ones (p50 and below)
+The method: take the slow requests (p99 and above), compare their spans with fast ones (p50 and below)
 and say where the extra time accumulates. The stage that gains the most is the cause; a second one gaining at
 least half as much is named with it ("batching or a dependency"), and so is a waiting stage (the batch queue, a
 dependency, feature retrieval) that holds a large share of the slow requests' time even when the fast ones wait
@@ -11,7 +11,7 @@ is the host's (CPU contention, the event loop). On a saturated host (``host.Pres
 time beyond its CPU time, and the batch queue's matching share of its wait behind passes, were spent waiting for a
 CPU: they are the host's, named with the pressure, and no stage is blamed for them; a stage's own gain is named
 beside them when it is a tenth of the p99's excess over the median or more. The model is cleared by name when it
-is not the cause: the source's point is that a slow p99 is often not the model.
+is not the cause: a slow p99 is often not the model.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ SHARE_OF_STAGES, SHARE_OF_REQUEST = 0.2, 0.1
 
 @dataclass(frozen=True)
 class ServingVerdict:
-    causes: list[str]  # in the source's terms, the larger first
+    causes: list[str]  # the five causes' names, the larger first
     p50_ms: float
     p99_ms: float
     slow: pd.Series  # mean ms per stage of the slow requests (``cpu_wait``: moved off the stages to the host)

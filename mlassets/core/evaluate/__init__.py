@@ -1,4 +1,4 @@
-"""Stage 4, evaluate: the candidate and the champion measured once on the same holdout, then judged.
+"""Stage 5, evaluate: the candidate and the champion measured once on the same holdout, then judged.
 
 ``score`` runs both models (and times them); ``record`` is the ``Evaluation``: overall metrics (``metrics``,
 ``calibration``), a row per slice value with the main metric's change and its ``bootstrap`` interval, latency,

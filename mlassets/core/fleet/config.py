@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.job import check_name
+from mlassets.core.config.typed import ConfigError, build
 from mlassets.core.config.yaml_limits import check_size, load_yaml
 
 CAPACITIES = ("spot", "on-demand")  # the order a spot-first job tries them in

@@ -21,7 +21,7 @@ from mlassets.core.fleet.placement import free_gpus, open_pools, queue_order, te
 from mlassets.core.fleet.policy import STOP, WARN, overrun
 from mlassets.core.fleet.table import FleetTable
 
-PREEMPTED_EXIT = 76  # mlassets.core.train.preempt.PREEMPTED_EXIT (not imported: that module's caller has torch)
+PREEMPTED_EXIT = 76  # mlassets.core.train.outcome.PREEMPTED_EXIT (not imported: core.fleet imports no stage)
 
 
 class Scheduler:

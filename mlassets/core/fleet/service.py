@@ -23,13 +23,16 @@ def fleet_table(path: str | Path | None = None) -> FleetTable:
 
 
 def submit(table: FleetTable, fleet: FleetConfig, name: str, spec: JobSpec, command: list[str],
-           out_dir: str = "") -> tuple[int, Admission]:
-    """Admit or refuse ``spec``; either way it is recorded (a refusal as state ``refused``, never started)."""
+           out_dir: str = "", who: str = "") -> tuple[int, Admission]:
+    """Admit or refuse ``spec``; either way it is recorded (a refusal as state ``refused``, never started), with
+    ``who`` submitted it."""
     decision = admit(spec, fleet, table.jobs())
     state = "queued" if decision.admitted else "refused"
     job_id = table.submit(name, spec, fleet.priority_classes[spec.priority].value if spec.priority in
                           fleet.priority_classes else 0, decision.cost if decision.admitted else 0.0, state,
                           decision.reason, command, out_dir)
+    if who:
+        table.update(job_id, who=who)
     return job_id, decision
 
 

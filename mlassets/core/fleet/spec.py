@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.core.config._typed import build
 from mlassets.core.config.job import FleetJobConfig
+from mlassets.core.config.typed import build
 from mlassets.core.fleet.config import FleetConfig
 
 TAG = "mlassets/fleet."  # one run tag per field: mlassets/fleet.team, mlassets/fleet.gpus, ...

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   reason TEXT NOT NULL DEFAULT '', pool TEXT NOT NULL DEFAULT '', command TEXT NOT NULL DEFAULT '[]',
   out_dir TEXT NOT NULL DEFAULT '', submitted REAL NOT NULL, started REAL, ended REAL, gpu_seconds REAL NOT NULL
   DEFAULT 0, spent REAL NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, pid INTEGER, stop_kind TEXT NOT NULL
-  DEFAULT '', stop_deadline REAL, warned INTEGER NOT NULL DEFAULT 0);
+  DEFAULT '', stop_deadline REAL, warned INTEGER NOT NULL DEFAULT 0, who TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS heartbeats (
   job_id INTEGER NOT NULL, rank INTEGER NOT NULL, time REAL NOT NULL, step INTEGER NOT NULL DEFAULT 0,
   checkpoint_step INTEGER NOT NULL DEFAULT 0, pid INTEGER, PRIMARY KEY (job_id, rank));
@@ -44,6 +44,8 @@ class FleetTable:
             db.executescript(SCHEMA)
             if "pid" not in {r[1] for r in db.execute("PRAGMA table_info(heartbeats)")}:  # a table from before
                 db.execute("ALTER TABLE heartbeats ADD COLUMN pid INTEGER")
+            if "who" not in {r[1] for r in db.execute("PRAGMA table_info(jobs)")}:  # who submitted it
+                db.execute("ALTER TABLE jobs ADD COLUMN who TEXT NOT NULL DEFAULT ''")
         finally:
             db.close()
 

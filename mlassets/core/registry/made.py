@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlassets.core.registry.client import RegistryError, _client, record_of
+from mlassets.core.registry.client import RegistryError, mlflow_client, record_of
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -86,7 +86,7 @@ def existing(name: str, made: Made, root: str = "") -> ModelVersion | None:
     from mlassets.core.registry import registrations
 
     try:
-        found = _client().search_model_versions(f"name = '{name}'")
+        found = mlflow_client().search_model_versions(f"name = '{name}'")
     except MlflowException:
         return None
     same = []

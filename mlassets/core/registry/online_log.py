@@ -12,11 +12,15 @@ is no longer live.
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import dataclass
 
 from mlassets.core.registry import projection, promote
+from mlassets.core.registry.client import mlflow_client
 from mlassets.core.registry.promotion import APPLIED, Entry, PromotionError, PromotionLog
-from mlassets.core.registry.versions import RegistryError, _client, check_model, get_version, set_alias
+from mlassets.core.registry.versions import RegistryError, check_model, get_version, set_alias
+
+_log = logging.getLogger("mlassets.promotion")  # the promotion log's logger, as promote's
 
 CANDIDATE = "candidate"  # the MLflow alias of the version under test
 STARTS = {"canary": "canary-start", "shadow": "shadow-start"}
@@ -64,14 +68,14 @@ def start(name: str, version: str | int, mode: str = "canary", *, who: str | Non
     if mode not in STARTS:
         raise PromotionError(f"online test mode {mode!r} is not one of {sorted(STARTS)}")
     check_model(name)
-    record = get_version(name, promote._version_arg(version))
-    promote._registered(record)
+    record = get_version(name, promote.version_number(version))
+    promote.check_registered(record)
     try:
         basis = promote.serving_basis(record, log)
     except RegistryError as exc:
         raise PromotionError(str(exc)) from None
     for line in promote.sync(name, log):
-        promote._log.warning(line)
+        _log.warning(line)
     live = promote.live_version(name, log)
     if live is None:
         raise PromotionError(f"model {name!r} has no champion to test v{record.version} against online; promote "
@@ -139,4 +143,4 @@ def _append(name: str, log: PromotionLog, head: Entry | None, fields: dict[str, 
 
 def _drop_alias(name: str) -> None:
     with contextlib.suppress(Exception):  # the alias is a courtesy for MLflow's UI; the log is the truth
-        _client().delete_registered_model_alias(name, CANDIDATE)
+        mlflow_client().delete_registered_model_alias(name, CANDIDATE)

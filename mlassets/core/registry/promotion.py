@@ -13,10 +13,8 @@ sqlite at ``$MLASSETS_HOME/promotions.db`` by default; ``$MLASSETS_PROMOTION_DB`
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -93,12 +91,10 @@ def default_url() -> str:
 
 
 def current_user() -> str:
-    if os.environ.get("MLASSETS_USER"):
-        return os.environ["MLASSETS_USER"]
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+    """Who a row names when the caller gives no principal (``core.identity.access.claimed_user``)."""
+    from mlassets.core.identity.access import claimed_user
+
+    return claimed_user()
 
 
 def now() -> str:

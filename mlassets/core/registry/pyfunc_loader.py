@@ -3,7 +3,7 @@
 Every logged model names this installed module as its pyfunc ``loader_module`` and holds its bundle as data: no
 code is copied into the model folder. ``_load_pyfunc`` first checks the folder against the registered version it
 is loaded as (``registered_model_meta``, which MLflow writes before loading): the registration history holds the
-version, every file of the folder is the one sealed at registration (``seal.verify``), the folder is the version's
+version, every file of the folder is the one sealed at registration (``verify_seal``), the folder is the version's
 run and logged model, a bundled plug-in source is the code its record names, and the promotion log's chain and
 anchor are intact when its promotions are logged. Only then is the bundle read (``weights_only=True``). A folder
 loaded by a path or a run is checked against every version registered from its logged model.
@@ -32,7 +32,7 @@ def _check(root: Path, bundle_dir: Path) -> None:
     if named is not None:
         version = client.get_model_version(*named)
         registrations.check(version)
-        seal.verify(version, root)
+        registrations.verify_seal(version, root)
         if bundle_in(root) != bundle_dir.resolve():
             raise RegistryError(f"{bundle_dir} is not the bundle of model {version.name!r} version {version.version}")
         try:
@@ -49,7 +49,7 @@ def _check(root: Path, bundle_dir: Path) -> None:
         if model_id and getattr(version, "model_id", None) not in (None, "", model_id):
             continue  # another model the run logged
         if registrations.bound(version):
-            seal.verify(version, root)
+            registrations.verify_seal(version, root)
             seal.check_plugin(version, bundle_dir)
 
 

@@ -66,35 +66,6 @@ def model_folder(version: ModelVersion) -> Path:
     return Path(mlflow.artifacts.download_artifacts(artifact_uri=version.source))
 
 
-def recorded(version: ModelVersion) -> dict[str, Any]:
-    """The seal the registration history holds for ``version`` (``SealBroken`` when its row has none)."""
-    from mlassets.core.registry import registrations
-
-    seal = registrations.bound(version).get(registrations.SEAL)
-    where = f"model {version.name!r} version {version.version}"
-    if not isinstance(seal, dict) or not isinstance(seal.get("files"), dict):
-        raise SealBroken(f"{where} has no seal of its model folder in the registration history (registered before "
-                         "folders were sealed); retrain its data version (mlassets run --again)")
-    if digest(seal["files"]) != seal.get("sha256"):
-        raise SealBroken(f"{where}: its seal in the registration history does not add up; refusing it")
-    return seal
-
-
-def verify(version: ModelVersion, folder: str | Path) -> None:
-    """``SealBroken`` naming each file of ``folder`` that differs from the version's seal (changed, missing or not
-    registered), unless every file is the one registered. Reads bytes only: nothing is parsed or run."""
-    want = recorded(version)["files"]
-    have = files_of(folder)
-    changed = [p for p in sorted(want) if p in have and have[p] != want[p]]
-    missing = [p for p in sorted(want) if p not in have]
-    extra = [p for p in sorted(have) if p not in want]
-    if changed or missing or extra:
-        parts = [*(f"{p} differs from the file registered" for p in changed),
-                 *(f"{p} is missing" for p in missing), *(f"{p} was not registered" for p in extra)]
-        raise SealBroken(f"model {version.name!r} version {version.version}: its model folder {folder} does not match "
-                         f"the seal in the registration history: {'; '.join(parts)}; refusing to load it")
-
-
 def check_plugin(version: ModelVersion, bundle_dir: str | Path) -> None:
     """``SealBroken`` unless a bundled plug-in source is the code the version's record names (``plugin_sha256``):
     checked before the source is imported."""

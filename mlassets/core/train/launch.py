@@ -15,13 +15,15 @@ from mlassets.core.data.store import VersionedStore
 from mlassets.core.features.store import BRANCH, export_splits
 from mlassets.core.train.checkpoint.files import verify
 from mlassets.core.train.job import TrainJob, train_command  # noqa: F401 (its callers read it here)
+from mlassets.core.train.outcome import clear_outcome
 from mlassets.core.train.result import CheckpointSet, Provenance, TrainingResult
 
 
 def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, out_dir: Path,
                 config: dict[str, Any] | None = None, init_bundle: str = "", warm_start_from: str = "",
                 force_budget: bool = False) -> Path:
-    """Export the train and validation splits next to a job file; return the job file's path.
+    """Export the train and validation splits next to a job file; return the job file's path. What an earlier attempt
+    in ``out_dir`` left of its outcome is cleared: the new attempt ends on its own.
 
     ``config``: the config as recorded (a rebuild), when it should be handed on exactly as it was stored.
     ``init_bundle``/``warm_start_from``: a warm start from that registered version's bundle.
@@ -39,6 +41,7 @@ def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, o
     )
     path = out_dir / "job.json"
     job.to_json(path)
+    clear_outcome(out_dir)
     return path
 
 

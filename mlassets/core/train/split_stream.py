@@ -29,7 +29,7 @@ from mlassets.core.data.summary import TargetStats
 from mlassets.core.features.preprocess import Preprocessor, category_key, numeric_values
 from mlassets.core.train.feature_spec import FeatureSpec, output_size
 from mlassets.core.train.reporting import Reporter
-from mlassets.core.train.splits import _check_binary, check_split, class_label
+from mlassets.core.train.splits import check_binary, check_split, class_label
 
 if TYPE_CHECKING:  # the boosted trees read this module too: torch only where a tensor is made
     import torch
@@ -181,7 +181,7 @@ def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: R
             if task == "multiclass":
                 classes.update(frame[target].map(class_label))
             elif task == "binary":
-                _check_binary(frame[target].to_numpy(dtype=np.float64), target, "training", offset)
+                check_binary(frame[target].to_numpy(dtype=np.float64), target, "training", offset)
             else:
                 targets.append(frame[target])
         if targets:
@@ -223,7 +223,7 @@ def _count_validation(data: StreamData, reporter: Reporter | None) -> int:
         missing += int(values.isna().sum())
         values = values[values.notna()]
         if task == "binary":
-            _check_binary(values.to_numpy(dtype=np.float64), target, "validation", rows)
+            check_binary(values.to_numpy(dtype=np.float64), target, "validation", rows)
         elif task == "multiclass":
             labels = values.map(class_label)
             known = labels.isin(set(data.classes)).to_numpy()

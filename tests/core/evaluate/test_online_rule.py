@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from mlassets.core.config import parse_config, shipped_configs
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.serving import OnlineConfig
+from mlassets.core.config.typed import ConfigError
 from mlassets.core.evaluate.online_labels import summarize
 from mlassets.core.evaluate.online_rule import VariantStats, decide
 

@@ -35,14 +35,16 @@ def test_a_billion_epochs_stop_after_the_first_steps_naming_the_cost(data, tmp_p
     assert message.startswith("training.epochs: 1000000000 epochs x 24 steps = 24000000000 steps; at ")
     assert re.search(r"ms per step \(measured on the first 5\) the run would take [\d.]+ (days|years), over ", message)
     assert "training.budget_hours 24 h. If you mean it, run it with `mlassets run --force`" in message
-    from mlassets.core.train.torch_run.run_budget import read_refusal
+    from mlassets.core.train.outcome import read_outcome
 
-    assert read_refusal(tmp_path) == message  # what the training asset stops with (no failure, no retry)
+    ended = read_outcome(tmp_path)  # what the training asset stops with (no failure, no retry)
+    assert ended is not None and (ended.ended, ended.sentence) == ("refused", message)
     assert not (tmp_path / "result.json").exists()  # refused after the first steps, not at the run's end
 
 
 def test_force_and_a_budget_of_zero_train_anyway(data, tmp_path: Path) -> None:
-    from mlassets.core.train.torch_run.run_budget import REFUSED, BudgetExceeded, duration
+    from mlassets.core.train.outcome import REFUSED
+    from mlassets.core.train.torch_run.run_budget import BudgetExceeded, duration
 
     tiny = {"epochs": 1, "budget_hours": 1e-9}  # any run is over this budget
     with pytest.raises(BudgetExceeded):

@@ -17,10 +17,11 @@ import torch
 from mlassets.core.train.checkpoint.manager import read_metadata
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
+from mlassets.core.train.outcome import CRASH_EXIT, read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.result import TrainingResult
 from mlassets.core.train.synthetic import tiny_config, write_splits
-from mlassets.core.train.torch_run.process import CRASH_EXIT, read_result, run_training
+from mlassets.core.train.torch_run.process import run_training
 from mlassets.core.train.torch_run.timing import PARTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
@@ -45,7 +46,7 @@ def _run(job_path: Path, nproc: int = 2) -> subprocess.CompletedProcess[str]:
 
 
 def _result(out: Path) -> TrainingResult:
-    return read_result(out)
+    return read_outcome(out).result
 
 
 def _weights(out: Path) -> dict[str, torch.Tensor]:

@@ -1,27 +1,25 @@
 """Preemption that loses no work: under the fleet (``MLASSETS_PREEMPTIBLE=1``) SIGTERM only sets a flag; at the next
 step boundary every rank agrees (one max all-reduce), the full-state checkpoint of that step is written and the
-process ends as *preempted* (exit ``PREEMPTED_EXIT``, ``<out>/preempted.json``), not failed. The requeued attempt
+process ends as *preempted* (an ``outcome`` of its own, exit ``PREEMPTED_EXIT``), not failed. The requeued attempt
 resumes from that checkpoint, so the weights equal an unpreempted run's. A spot node's notice is the same SIGTERM;
 Dagster terminating a preempted run reaches the training process as SIGINT (its Pipes client), handled the same."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-from pathlib import Path
 from types import FrameType
 
+from mlassets.core.train.outcome import Outcome
+
 PREEMPTIBLE_ENV = "MLASSETS_PREEMPTIBLE"
-PREEMPTED_EXIT = 76
-PREEMPTED = "preempted.json"
 
 
 class Preempted(Exception):
     """SIGTERM arrived; the checkpoint of ``step`` is written."""
 
     def __init__(self, step: int) -> None:
-        super().__init__(f"preempted at step {step}: checkpoint written, requeue to resume")
+        super().__init__(Outcome.preempted(step).sentence)
         self.step = step
 
 
@@ -45,12 +43,3 @@ class PreemptionFlag:
         from mlassets.core.train.torch_run import distributed as dd
 
         return dd.all_max([float(self.signalled)], env)[0] > 0  # type: ignore[arg-type]
-
-
-def record_preemption(out_dir: Path, step: int) -> None:
-    (out_dir / PREEMPTED).write_text(json.dumps({"preempted_at_step": step}) + "\n")
-
-
-def read_preemption(out_dir: str | Path) -> int | None:
-    path = Path(out_dir) / PREEMPTED
-    return json.loads(path.read_text())["preempted_at_step"] if path.is_file() else None

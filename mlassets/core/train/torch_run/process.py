@@ -28,10 +28,10 @@ from mlassets.core import lineage
 from mlassets.core.config import parse_config
 from mlassets.core.train.artifact import MANIFEST, WEIGHTS, ModelBundle, save_bundle
 from mlassets.core.train.checkpoint.files import next_attempt
-from mlassets.core.train.entry import CRASH_EXIT, RESULT, read_result  # noqa: F401 - re-exported
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.metric_sinks import open_sink
+from mlassets.core.train.outcome import CRASH_EXIT, RESULT, Outcome, record_outcome
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
 from mlassets.core.train.split_stream import StreamData
@@ -39,7 +39,7 @@ from mlassets.core.train.torch_run import distributed as dd
 from mlassets.core.train.torch_run import timing
 from mlassets.core.train.torch_run.loader import load_training_data
 from mlassets.core.train.torch_run.loop import Trainer
-from mlassets.core.train.torch_run.preempt import Preempted, record_preemption
+from mlassets.core.train.torch_run.preempt import Preempted
 
 
 def state_sha256(state: dict[str, torch.Tensor]) -> str:
@@ -86,9 +86,7 @@ def _outputs(job: TrainJob, data: StreamData, trainer: Trainer, outcome: dict[st
         telemetry_dir=str((out_dir / "telemetry").resolve()), telemetry=timing.summary(out_dir / "telemetry"),
         family=cfg.model.family, model_code=trainer.model_code,
     )
-    tmp = out_dir / "result.json.tmp"
-    tmp.write_text(result.to_json() + "\n")
-    os.replace(tmp, out_dir / RESULT)
+    record_outcome(out_dir, Outcome("trained", result=result))
     return result
 
 
@@ -131,7 +129,7 @@ def run_training(job: TrainJob, reporter: Reporter, hard_crash: bool = False) ->
                 raise
             except Preempted as exc:
                 if env.is_main:
-                    record_preemption(out_dir, exc.step)
+                    record_outcome(out_dir, Outcome.preempted(exc.step))
                     log(str(exc))
                 raise
             outcome = trainer.finish()

@@ -2,24 +2,23 @@
 run will cost (steps x measured step time); one expected to take longer than ``training.budget_hours`` stops
 there, naming that cost, unless it was started with ``--force`` (``TrainJob.force_budget``).
 
-Rank 0 decides from its own measurement and every rank follows (one broadcast, once per attempt). The refusal is
-also written to ``<out>/refused.json``, so the orchestrator fails the step without retrying it.
+Rank 0 decides from its own measurement and every rank follows (one broadcast, once per attempt). The refusal is the
+process's ``outcome`` (``refused``), so the orchestrator stops the step without retrying it.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import TrainingConfig
+from mlassets.core.train.outcome import Outcome, record_outcome
 
 if TYPE_CHECKING:
     from mlassets.core.train.torch_run.distributed import DistEnv
 
 PROBE_STEPS = 5  # steps measured before deciding (the first one, with its warm-up, is left out)
-REFUSED = "refused.json"
 
 
 class BudgetExceeded(ValueError):
@@ -48,15 +47,6 @@ def over_budget(tr: TrainingConfig, total_steps: int, done_steps: int, step_time
             "`mlassets run --force` (or raise training.budget_hours)")
 
 
-def record_refusal(out_dir: Path, message: str) -> None:
-    (out_dir / REFUSED).write_text(json.dumps({"refused": message}) + "\n")
-
-
-def read_refusal(out_dir: Path) -> str | None:
-    path = out_dir / REFUSED
-    return json.loads(path.read_text())["refused"] if path.is_file() else None
-
-
 class BudgetProbe:
     """Measures the first steps of an attempt, then decides once (rank 0, broadcast): ``BudgetExceeded`` on every
     rank when the run is over its budget. Forced runs are never measured."""
@@ -77,5 +67,5 @@ class BudgetProbe:
         self.times = None
         if broadcast_int(int(refusal is not None), self.env):
             if refusal is not None:
-                record_refusal(self.out_dir, refusal)
+                record_outcome(self.out_dir, Outcome("refused", refusal))
             raise BudgetExceeded(refusal or "the run is over its budget (rank 0 says why)")

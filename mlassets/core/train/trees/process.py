@@ -18,11 +18,11 @@ from mlassets.core.config.model import tree_params
 from mlassets.core.train.artifact import MANIFEST, ModelBundle, save_bundle
 from mlassets.core.train.checkpoint.files import next_attempt, resume_key
 from mlassets.core.train.checkpoint.trees import Progress, TreeCheckpoints
-from mlassets.core.train.entry import CRASH_EXIT, RESULT
 from mlassets.core.train.faults import Faults, InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.metric_sinks import open_sink
 from mlassets.core.train.objectives import VAL_METRIC
+from mlassets.core.train.outcome import CRASH_EXIT, RESULT, Outcome, record_outcome
 from mlassets.core.train.reporting import Reporter
 from mlassets.core.train.result import Environment, TrainingResult
 from mlassets.core.train.splits import Splits
@@ -125,9 +125,7 @@ def _outputs(lib: ModuleType, family: str, cfg: PipelineConfig, job: TrainJob, s
         telemetry_dir=str((out_dir / "telemetry").resolve()), telemetry=summary(out_dir / "telemetry"),
         family=family, model_code={},
     )
-    tmp = out_dir / f"{RESULT}.tmp"
-    tmp.write_text(result.to_json() + "\n")
-    os.replace(tmp, out_dir / RESULT)
+    record_outcome(out_dir, Outcome("trained", result=result))
     return result
 
 

@@ -13,21 +13,28 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from mlassets.core.data.store import _local_db as db
-from mlassets.core.data.store._tx import TransactionBase
+from mlassets.core.data.store import local_db as db
 from mlassets.core.data.store.base import Commit, Conflict, NotFound, check_head
+from mlassets.core.data.store.transaction import TransactionBase
 
 if TYPE_CHECKING:
-    from mlassets.core.data.store.local import LocalStore
+    from pathlib import Path
+
+
+class StoreFiles(Protocol):
+    """What a transaction reads of its ``LocalStore``: the database and the object folder."""
+
+    db_path: Path
+    objects: Path
 
 
 class LocalTransaction(TransactionBase):
     """A ``Transaction`` of ``LocalStore``."""
 
     def __init__(
-        self, store: LocalStore, repo: str, branch: str, message: str, metadata: Mapping[str, str] | None,
+        self, store: StoreFiles, repo: str, branch: str, message: str, metadata: Mapping[str, str] | None,
         expected_head: str | None, allow_empty: bool,
     ) -> None:
         super().__init__(repo, branch, message, metadata, expected_head, allow_empty)

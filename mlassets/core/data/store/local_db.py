@@ -1,5 +1,5 @@
 """Helpers of ``LocalStore``: the sqlite metadata database (the content-addressed objects and trees are in
-``_local_objects``, re-exported here)."""
+``local_objects``, re-exported here)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from mlassets.core.data.store._local_objects import Tree as Tree
-from mlassets.core.data.store._local_objects import canonical as canonical
-from mlassets.core.data.store._local_objects import diff_trees as diff_trees
-from mlassets.core.data.store._local_objects import get_object as get_object
-from mlassets.core.data.store._local_objects import get_tree as get_tree
-from mlassets.core.data.store._local_objects import holds as holds
-from mlassets.core.data.store._local_objects import merge_trees as merge_trees
-from mlassets.core.data.store._local_objects import object_path as object_path
-from mlassets.core.data.store._local_objects import put_object as put_object
-from mlassets.core.data.store._local_objects import put_object_file as put_object_file
-from mlassets.core.data.store._local_objects import put_tree as put_tree
 from mlassets.core.data.store.base import Commit, NotFound
+from mlassets.core.data.store.local_objects import Tree as Tree
+from mlassets.core.data.store.local_objects import canonical as canonical
+from mlassets.core.data.store.local_objects import diff_trees as diff_trees
+from mlassets.core.data.store.local_objects import get_object as get_object
+from mlassets.core.data.store.local_objects import get_tree as get_tree
+from mlassets.core.data.store.local_objects import holds as holds
+from mlassets.core.data.store.local_objects import merge_trees as merge_trees
+from mlassets.core.data.store.local_objects import object_path as object_path
+from mlassets.core.data.store.local_objects import put_object as put_object
+from mlassets.core.data.store.local_objects import put_object_file as put_object_file
+from mlassets.core.data.store.local_objects import put_tree as put_tree
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS repos (

@@ -131,11 +131,11 @@ def put_tree(objects: Path, tree: Mapping[str, tuple[str, int]]) -> str:
 
 
 @lru_cache(maxsize=256)
-def _load_tree(objects: Path, sha: str) -> tuple[tuple[str, tuple[str, int]], ...]:
+def load_tree(objects: Path, sha: str) -> tuple[tuple[str, tuple[str, int]], ...]:
     raw = json.loads(get_object(objects, sha))
     return tuple((p, (v[0], int(v[1]))) for p, v in raw.items())
 
 
 def get_tree(objects: Path, sha: str) -> Tree:
     """A fresh (mutable) copy of the tree stored under ``sha``."""
-    return dict(_load_tree(objects, sha))
+    return dict(load_tree(objects, sha))

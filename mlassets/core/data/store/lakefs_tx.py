@@ -17,17 +17,32 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import lakefs
 import lakefs_sdk
 
-from mlassets.core.data.store._lakefs_api import API_ERRORS, server_message, status_of, to_commit, translate
-from mlassets.core.data.store._tx import TransactionBase
 from mlassets.core.data.store.base import Commit, Conflict, NotFound, check_head
+from mlassets.core.data.store.lakefs_api import API_ERRORS, server_message, status_of, to_commit, translate
+from mlassets.core.data.store.transaction import TransactionBase
 
 if TYPE_CHECKING:
-    from mlassets.core.data.store.lakefs import LakeFSStore
+    from mlassets.core.data.store.base import Change
+
+
+class TransactionStore(Protocol):
+    """What a transaction uses of its ``LakeFSStore`` (named here: the store module imports this one)."""
+
+    @property
+    def client(self) -> lakefs.Client: ...
+    @property
+    def api(self) -> lakefs_sdk.client.LakeFSClient: ...
+    def _missing(self, repo: str, what: str) -> NotFound: ...
+    def _branch_head(self, repo: str, branch: str) -> str: ...
+    def _conflicts(self, repo: str, base: str, theirs: str, ours: str) -> list[str]: ...
+    def get_commit(self, repo: str, ref: str) -> Commit: ...
+    def diff(self, repo: str, left: str, right: str) -> list[Change]: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +64,7 @@ class LakeFSTransaction(TransactionBase):
     """A ``Transaction`` of ``LakeFSStore``: ``temp`` is the hidden lakeFS branch it writes to."""
 
     def __init__(
-        self, store: LakeFSStore, repo: str, branch: str, message: str, metadata: Mapping[str, str] | None,
+        self, store: TransactionStore, repo: str, branch: str, message: str, metadata: Mapping[str, str] | None,
         expected_head: str | None, allow_empty: bool,
     ) -> None:
         super().__init__(repo, branch, message, metadata, expected_head, allow_empty)

@@ -10,14 +10,10 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from mlassets.core.data.store import _local_db as db
-from mlassets.core.data.store._local_objects import _load_tree
+from mlassets.core.data.store import local_db as db
 from mlassets.core.data.store.base import validate_repo
-
-if TYPE_CHECKING:
-    from mlassets.core.data.store.local import LocalStore
+from mlassets.core.data.store.local_objects import load_tree
 
 
 def unreachable(conn: sqlite3.Connection, repo: str, before: float) -> list[tuple[str, float, str]]:
@@ -41,7 +37,7 @@ def referenced_objects(conn: sqlite3.Connection, objects: Path) -> set[str]:
     out: set[str] = set()
     for (tree,) in conn.execute("SELECT DISTINCT tree FROM commits"):
         out.add(tree)
-        out.update(sha for sha, _ in dict(_load_tree(objects, tree)).values())
+        out.update(sha for sha, _ in dict(load_tree(objects, tree)).values())
     return out
 
 
@@ -56,22 +52,22 @@ def unreferenced_files(objects: Path, referenced: set[str], before: float) -> li
     return found
 
 
-def prune_commits(store: LocalStore, repo: str, older_than_s: float) -> list[str]:
-    """Delete the commits of ``repo`` no branch or tag reaches, older than ``older_than_s``; one line each."""
-    with store._tx() as conn:
-        db.require_repo(conn, validate_repo(repo))
-        gone = unreachable(conn, repo, time.time() - older_than_s)
-        conn.executemany("DELETE FROM commits WHERE repo = ? AND id = ?", [(repo, cid) for cid, _, _ in gone])
+def prune_commits(conn: sqlite3.Connection, repo: str, older_than_s: float) -> list[str]:
+    """Delete the commits of ``repo`` no branch or tag reaches, older than ``older_than_s``; one line each (``conn``
+    in the store's write transaction)."""
+    db.require_repo(conn, validate_repo(repo))
+    gone = unreachable(conn, repo, time.time() - older_than_s)
+    conn.executemany("DELETE FROM commits WHERE repo = ? AND id = ?", [(repo, cid) for cid, _, _ in gone])
     return [f"commit {cid[:12]} ({time.time() - ts:.0f} s old, no branch reaches it: {msg[:60]!r})"
             for cid, ts, msg in gone]
 
 
-def prune_objects(store: LocalStore, older_than_s: float) -> tuple[int, int]:
-    """Delete object files no commit refers to, older than ``older_than_s``; ``(files, bytes)`` removed."""
-    with store._tx() as conn:  # no commit lands meanwhile
-        stale = unreferenced_files(store.objects, referenced_objects(conn, store.objects), time.time() - older_than_s)
-        removed = 0
-        for path in stale:
-            removed += path.stat().st_size
-            path.unlink(missing_ok=True)
+def prune_objects(conn: sqlite3.Connection, objects: Path, older_than_s: float) -> tuple[int, int]:
+    """Delete object files under ``objects`` no commit refers to, older than ``older_than_s``; ``(files, bytes)``
+    removed (``conn`` in the store's write transaction: no commit lands meanwhile)."""
+    stale = unreferenced_files(objects, referenced_objects(conn, objects), time.time() - older_than_s)
+    removed = 0
+    for path in stale:
+        removed += path.stat().st_size
+        path.unlink(missing_ok=True)
     return len(stale), removed
