@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast ui bench lint lock clean chromium postgres
+.PHONY: demo test test-fast ui bench docs reference screenshots lint lock clean chromium postgres
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "mlassets needs Python 3.11 (set PYTHON=python3.11)")'
@@ -46,6 +46,16 @@ ui: $(STAMP)  ## Dagster UI on 127.0.0.1:3000 and MLflow UI on 127.0.0.1:5000
 bench: $(STAMP)  ## benchmarks: one table of ratios measured in one run
 	$(BIN)/python -m bench
 
+# tests/docs runs `mkdocs build --strict` (a broken link or a missing page fails make test and make test-fast)
+docs: $(STAMP)  ## the documentation site on http://127.0.0.1:8000 (docs/, mkdocs.yml)
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+reference: $(STAMP)  ## regenerate docs/reference/ from the code (config dataclasses, CLI, OpenAPI, metrics, assets)
+	$(BIN)/python -m mlassets.cli.reference
+
+screenshots: $(STAMP) chromium  ## docs/img/: the demo's UIs in headless Chromium (runs a demo in a temporary home)
+	$(BIN)/python scripts/docs_screenshots.py
+
 lock:  ## re-resolve requirements.lock from pyproject.toml in a scratch venv
 	rm -rf /tmp/mlassets-lock && $(PYTHON) -m venv /tmp/mlassets-lock
 	/tmp/mlassets-lock/bin/pip install --quiet '.[test]'
@@ -53,4 +63,4 @@ lock:  ## re-resolve requirements.lock from pyproject.toml in a scratch venv
 	 /tmp/mlassets-lock/bin/pip freeze --all --exclude-editable | grep -vE '^(pip|mlassets)==' | sed 's/+cpu$$//') > requirements.lock
 
 clean:
-	rm -rf $(VENV) .mlassets
+	rm -rf $(VENV) .mlassets build/site
