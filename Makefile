@@ -20,12 +20,14 @@ demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 JOBS   ?= 2
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadscope
 
-test: $(STAMP) chromium postgres  ## lint, then the whole test suite
+test: $(STAMP) chromium postgres  ## lint, the docs site's strict build, then the whole test suite
 	$(BIN)/ruff check .
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(PYTEST) --durations=25 $(ARGS)
 
-test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, then every test not marked e2e (CI runs `make test`)
+test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, the docs' strict build, every test not marked e2e
 	$(BIN)/ruff check .
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(PYTEST) --durations=10 -m "not e2e" $(ARGS)
 
 chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as root) only when missing
@@ -46,7 +48,7 @@ ui: $(STAMP)  ## Dagster UI on 127.0.0.1:3000 and MLflow UI on 127.0.0.1:5000
 bench: $(STAMP)  ## benchmarks: one table of ratios measured in one run
 	$(BIN)/python -m bench
 
-# tests/docs runs `mkdocs build --strict` (a broken link or a missing page fails make test and make test-fast)
+# test and test-fast run `mkdocs build --strict` (a broken link, a missing page or a page out of the nav fails them)
 docs: $(STAMP)  ## the documentation site on http://127.0.0.1:8000 (docs/, mkdocs.yml)
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
