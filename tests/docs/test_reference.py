@@ -23,7 +23,9 @@ def pages() -> dict[str, str]:
 
 
 def test_the_committed_pages_are_the_generated_ones(pages: dict[str, str]) -> None:
-    assert stale(pages) == [], "docs/reference/ is stale: run `python -m mlassets.cli.reference` (make reference)"
+    old = stale(pages)
+    assert not old, (f"docs/reference/ is stale: {', '.join(old)} differ from the code; "
+                     "regenerate with `python -m mlassets.cli.reference` (make reference) and commit them")
 
 
 def test_a_changed_default_makes_the_config_page_stale(tmp_path, pages, monkeypatch) -> None:

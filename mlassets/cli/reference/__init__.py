@@ -2,7 +2,7 @@
 writes them under ``docs/reference/`` (``--check`` compares instead, exit 1 when a page is stale).
 
 Each page has one source: config keys from the config dataclasses, the command line from the parser, the HTTP API
-from the endpoint's OpenAPI, environment variables from ``mlassets.core.environment``, metrics from the
+from the endpoint's OpenAPI, environment variables from ``mlassets.core.env_vars``, metrics from the
 endpoint's Prometheus registry, assets and checks from the Definitions of the shipped configs. Importing this
 package builds nothing; ``render_all`` does.
 """
