@@ -67,16 +67,23 @@ def training_run(env: dict[str, str], version: str) -> tuple[str, str]:
     return tuple(json.loads(out.strip().splitlines()[-1]))  # type: ignore[return-value]
 
 
-def shoot(shots: dict[str, str], out: Path) -> None:
+def shoot(shots: dict[str, tuple[str, str]], out: Path) -> None:
+    """Each shot is (url, a text the page shows once its data arrived): the picture is taken after that text is
+    visible, so a loading page is never saved; a page that never shows it fails the script, naming both."""
+    from playwright.sync_api import TimeoutError as Timeout
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
                                      headless=True, args=FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
-        for name, url in shots.items():
+        for name, (url, shown) in shots.items():
             page.goto(url, wait_until="networkidle", timeout=120_000)
-            page.wait_for_timeout(4000)  # the UIs render after their data arrives
+            try:
+                page.get_by_text(shown).first.wait_for(state="visible", timeout=120_000)
+            except Timeout as exc:
+                raise SystemExit(f"{name}: {url} did not show {shown!r} in 120 s") from exc
+            page.wait_for_timeout(2000)  # what loads beside it (the graph's layout, charts)
             page.screenshot(path=str(out / f"{name}.png"))
             print(f"wrote {out / name}.png  ({url})")
         browser.close()
@@ -109,10 +116,11 @@ def main(argv: list[str] | None = None) -> int:
                 wait_for(url)
             base = f"http://127.0.0.1:{dagster}"
             shoot({
-                "asset-graph": f"{base}/asset-groups/flights_training",
-                "rejected-partition": f"{base}/assets/flights/gate_result?view=partitions&partition={version}",
-                "mlflow-run": f"http://127.0.0.1:{mlflow}/#/experiments/{experiment}/runs/{run}",
-                "dashboard": f"http://127.0.0.1:{dashboard}/",
+                "asset-graph": (f"{base}/asset-groups/flights_training", "flights_training"),
+                "rejected-partition": (f"{base}/assets/flights/gate_result?view=partitions&partition={version}",
+                                       version),
+                "mlflow-run": (f"http://127.0.0.1:{mlflow}/#/experiments/{experiment}/runs/{run}", run),
+                "dashboard": (f"http://127.0.0.1:{dashboard}/", "Bottlenecks"),
             }, args.out)
         finally:
             os.killpg(ui.pid, signal.SIGTERM)
