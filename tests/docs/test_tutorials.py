@@ -42,6 +42,7 @@ def test_the_matcher_checks_what_matters() -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(1200)  # the longest page took 383 s on 2 busy cores; each command has 600 s (console.py)
 @pytest.mark.parametrize("page", PAGES)
 def test_tutorial(page: str, tmp_path: Path) -> None:
     port = _free_port()
