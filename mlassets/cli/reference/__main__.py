@@ -15,9 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     pages = render_all()
     readme = readme_with(pages[GRAPH], README.read_text())
     if args.check:
-        old = stale(pages) + (["README.md"] if readme != README.read_text() else [])
-        for name in old:
-            print(f"{OUT / name} is stale: run python -m mlassets.cli.reference (make reference)", file=sys.stderr)
+        old = [OUT / name for name in stale(pages)] + ([README] if readme != README.read_text() else [])
+        for path in old:
+            print(f"{path} is stale: run python -m mlassets.cli.reference (make reference)", file=sys.stderr)
         return 1 if old else 0
     for name in write(pages):
         print(f"wrote {OUT / name}")
