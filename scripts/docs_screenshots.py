@@ -67,6 +67,20 @@ def training_run(env: dict[str, str], version: str) -> tuple[str, str]:
     return tuple(json.loads(out.strip().splitlines()[-1]))  # type: ignore[return-value]
 
 
+def settle(page, path: Path, seconds: float = 60) -> None:
+    """Save the page once two pictures two seconds apart are the same (nothing spins or loads any more), or the
+    last one after ``seconds``."""
+    last = page.screenshot()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(2000)
+        now = page.screenshot()
+        if now == last:
+            break
+        last = now
+    path.write_bytes(last)
+
+
 def shoot(shots: dict[str, tuple[str, str]], out: Path) -> None:
     """Each shot is (url, a text the page shows once its data arrived): the picture is taken after that text is
     visible, so a loading page is never saved; a page that never shows it fails the script, naming both."""
@@ -83,8 +97,7 @@ def shoot(shots: dict[str, tuple[str, str]], out: Path) -> None:
                 page.get_by_text(shown).first.wait_for(state="visible", timeout=120_000)
             except Timeout as exc:
                 raise SystemExit(f"{name}: {url} did not show {shown!r} in 120 s") from exc
-            page.wait_for_timeout(2000)  # what loads beside it (the graph's layout, charts)
-            page.screenshot(path=str(out / f"{name}.png"))
+            settle(page, out / f"{name}.png")
             print(f"wrote {out / name}.png  ({url})")
         browser.close()
 
@@ -120,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rejected-partition": (f"{base}/assets/flights/gate_result?view=partitions&partition={version}",
                                        version),
                 "mlflow-run": (f"http://127.0.0.1:{mlflow}/#/experiments/{experiment}/runs/{run}", run),
-                "dashboard": (f"http://127.0.0.1:{dashboard}/", "Bottlenecks"),
+                "dashboard": (f"http://127.0.0.1:{dashboard}/", "Verdict:"),
             }, args.out)
         finally:
             os.killpg(ui.pid, signal.SIGTERM)
