@@ -29,3 +29,13 @@ def test_a_stored_run_is_a_table_with_its_machine_and_date(tmp_path: Path) -> No
 def test_a_file_that_is_not_results_is_named(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text("{not json")
     assert "`broken.json`" in render_results(tmp_path) and "Not readable" in render_results(tmp_path)
+
+
+def test_the_runner_stored_format_is_read(tmp_path: Path) -> None:
+    """``python -m bench`` stores ``{"measured_at", "machine", "results"}`` as ``<UTC time>.json``."""
+    (tmp_path / "20261207T120000000000Z.json").write_text(json.dumps({
+        "measured_at": "2026-12-07T12:00:00+00:00", "machine": {"cpu": "x86_64", "cores": 2},
+        "results": [{"name": "store_growth", "measured": 1.02, "goal": "<= 1.1 x", "met?": "yes"}]}))
+    text = render_results(tmp_path)
+    assert "## 2026-12-07T12:00:00+00:00" in text and "Machine: cpu: x86_64; cores: 2" in text
+    assert "| store_growth | 1.02 | <= 1.1 x | yes |" in text

@@ -1,9 +1,9 @@
 """The Benchmarks page's tables, from the results ``python -m bench`` stored as JSON under ``bench/results/``.
 
 Read at site build time (``docs/hooks/bench_results.py``), so the page always shows the stored results. A file is
-one run: an object with its ``machine`` and ``date`` (or ``started``) and its rows under ``results`` (or ``rows``,
-``benchmarks``), each row an object (``name``, ``measured``, ``goal``, ``met?``, ``detail``, ...); a bare list of
-rows works too.
+one run: an object with its ``machine`` and ``measured_at`` (or ``date``, ``started``) and its rows under
+``results`` (or ``rows``, ``benchmarks``), each row an object (``name``, ``measured``, ``goal``, ``met?``,
+``detail``, ...); a bare list of rows works too.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _rows(data: Any) -> list[dict[str, Any]]:
 def _when(data: Any) -> str:
     if not isinstance(data, dict):
         return ""
-    return str(next((data[k] for k in ("date", "started", "finished", "when") if data.get(k)), ""))
+    return str(next((data[k] for k in ("measured_at", "date", "started", "finished", "when") if data.get(k)), ""))
 
 
 def _machine(data: Any) -> str:
