@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast ui bench docs reference screenshots lint lock clean chromium postgres
+.PHONY: demo test test-fast soak ui bench docs reference screenshots lint lock clean chromium postgres
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "mlassets needs Python 3.11 (set PYTHON=python3.11)")'
@@ -29,6 +29,9 @@ test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, the docs' strict
 	$(BIN)/ruff check .
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(PYTEST) --durations=10 -m "not e2e" $(ARGS)
+
+soak: $(STAMP) postgres  ## the PostgreSQL soak at full length: 20 data versions and a daemon crash (`make test` runs 6)
+	MLASSETS_SOAK_VERSIONS=20 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/production/test_daemon_soak.py $(ARGS)
 
 chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as root) only when missing
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

@@ -28,13 +28,14 @@ import torch
 
 from bench.checks import expect, expect_equal
 from bench.interval import decide
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, toy
 from mlassets.core.config import GateConfig, load_config, shipped_configs
 from mlassets.core.evaluate.gate import evaluate_gate
 from mlassets.core.evaluate.score import measure_models, score_holdout
 from mlassets.core.evaluate.scored import evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.artifact import ModelBundle, build_model, save_bundle
+from mlassets.core.train.artifact import ModelBundle, save_bundle
+from mlassets.core.train.torch_run.mlp import build_model
 
 ROWS = 1_000_000
 SLICES = {"dest": 80, "carrier": 17, "origin": 3}  # 100 slice values
@@ -120,7 +121,7 @@ def evaluation_gate() -> Result:
     gate_cfg = GateConfig(slice_min_rows=200, slice_max_regression=0.03, tolerance=0.03,
                           prediction_min=-1e4, prediction_max=1e4)
     cfg = dataclasses.replace(cfg, gate=gate_cfg, dataset=dataclasses.replace(cfg.dataset, slices=list(SLICES)))
-    rows = holdout()
+    rows = holdout(toy(ROWS, 40_000))  # the toy size keeps every slice value above slice_min_rows
     bundles = {"candidate": make_bundle(rows.head(50_000), 0), "champion": make_bundle(rows.head(50_000), 1)}
     forwards, mixes = [], []
     threads = torch.get_num_threads()

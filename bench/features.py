@@ -10,7 +10,7 @@ import statistics
 import time
 
 from bench.checks import expect, expect_equal
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, smoke, toy
 
 REPEATS = 3
 
@@ -21,8 +21,11 @@ def _timed(fn) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
-def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[list[str]], int]:
-    """(incremental seconds, scratch seconds, months computed per incremental run, rows of the version)."""
+def measure(repeats: int | None = None) -> tuple[list[float], list[float], list[list[str]], int]:
+    """(incremental seconds, scratch seconds, months computed per incremental run, rows of the version). Smoke
+    mode: a twentieth of three months."""
+    import dataclasses
+
     from mlassets.core.config import load_config, shipped_configs
     from mlassets.core.data.ingest import ingest_partition
     from mlassets.core.data.raw import partition_tables
@@ -31,6 +34,10 @@ def measure(repeats: int = REPEATS) -> tuple[list[float], list[float], list[list
 
     cfg = load_config(shipped_configs()["flights"])
     store, months = open_store(), cfg.dataset.partitions.keys
+    if smoke():
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=0.05))
+        months = months[:3]
+    repeats = toy(REPEATS, 1) if repeats is None else repeats
     for month in months[:-1]:
         version = ingest_partition(store, cfg, month).data_version
     write_features(store, cfg, version)  # the previous version's features: every month but the last cached
@@ -66,5 +73,5 @@ def features_incremental() -> Result:
     ratio = statistics.median(incremental) / statistics.median(scratch)
     built = sorted({m for c in computed for m in c})
     detail = (f"incremental {_s(incremental)} s (built {', '.join(built)} only), from scratch {_s(scratch)} s "
-              f"(12 months, {rows} rows), medians of {len(scratch)}")
+              f"({toy(12, 3)} months, {rows} rows), medians of {len(scratch)}")
     return Result(value=ratio, unit="x", detail=detail)

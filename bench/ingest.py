@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.checks import expect, expect_equal
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, smoke
 from bench.scale import PARTITIONS, bare_exprs, run_stage
 from bench.scale_commands import measured
 
@@ -29,6 +29,9 @@ DEFAULT_ROWS = 50_000_000
 
 
 def rows() -> int:
+    """``$MLASSETS_BENCH_INGEST_ROWS``, else ``DEFAULT_ROWS``; 12,000 in smoke mode."""
+    if smoke():
+        return 12_000
     text = os.environ.get(ROWS_ENV, "").replace("_", "")
     if text and not text.isdigit():
         raise ValueError(f"${ROWS_ENV}: {text!r} is not a number of rows")

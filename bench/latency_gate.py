@@ -19,14 +19,14 @@ import pandas as pd
 import torch
 
 from bench.checks import expect_equal, expect_finite
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, toy
 from mlassets.core.config import GateConfig
+from mlassets.core.evaluate.gate_rules import latency_rules
 from mlassets.core.evaluate.latency import measure_latency
-from mlassets.core.evaluate.rules import latency_rules
 from mlassets.core.evaluate.score import latency_sample, measure_models
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, save_bundle
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 RUNS = 20
 
@@ -56,7 +56,7 @@ def latency_gate_flips() -> Result:
     candidate, champion = _bundle(rows, [128, 64]), _bundle(rows, [64, 32])
     bundles = {"candidate": candidate, "champion": champion}
     sample = latency_sample(rows, [candidate])
-    quiet = [measure_latency(candidate.predict, sample)["single_p99_ms"] for _ in range(5)]
+    quiet = [measure_latency(candidate.predict, sample)["single_p99_ms"] for _ in range(toy(5, 2))]
     budget = float(np.median(quiet))
     gate = dataclasses.replace(GateConfig(), latency_budget_ms=budget)
     before, after, p99s, medians = [], [], [], []
@@ -64,7 +64,7 @@ def latency_gate_flips() -> Result:
         dirs = {m: save_bundle(b, f"{tmp}/{m}") for m, b in bundles.items()}
         hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
-            for _ in range(RUNS):
+            for _ in range(toy(RUNS, 2)):
                 p99 = measure_latency(candidate.predict, sample)["single_p99_ms"]
                 p99s.append(p99)
                 before.append(p99 <= budget)
@@ -75,7 +75,7 @@ def latency_gate_flips() -> Result:
             hog.kill()
             hog.wait()
     expect_finite([*quiet, *p99s, *medians], "latencies measured")
-    expect_equal(len(after), RUNS, "gate runs judged")
+    expect_equal(len(after), toy(RUNS, 2), "gate runs judged")
     detail = (f"budget {budget:.2f} ms (the quiet p99); before: p99 {min(p99s):.2f}-{max(p99s):.2f} ms, "
               f"{before.count(True)} pass / {before.count(False)} reject = {_flips(before)} flips; after: median of "
               f"round medians {min(medians):.2f}-{max(medians):.2f} ms, {after.count(True)} pass / "

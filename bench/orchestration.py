@@ -15,7 +15,7 @@ import time
 import dagster as dg
 
 from bench.checks import NO_TELEMETRY, expect, expect_run
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, toy
 
 PIPELINE_MONTHS = 3
 SAMPLE_FRACTION = 0.1
@@ -60,9 +60,10 @@ def trivial_chain(n: int) -> list[dg.AssetsDefinition]:
     return chain
 
 
-def floor_overheads(n: int = FLOOR_ASSETS, repeats: int = FLOOR_REPEATS) -> list[float]:
+def floor_overheads(n: int = FLOOR_ASSETS, repeats: int | None = None) -> list[float]:
     """Overhead of ``repeats`` in-process materializations of ``n`` trivial chained assets (sqlite)."""
     assets, out = trivial_chain(n), []
+    repeats = toy(FLOOR_REPEATS, 1) if repeats is None else repeats
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
         instance = dg.DagsterInstance.local_temp(tmp, overrides=NO_TELEMETRY)
         try:
@@ -77,7 +78,7 @@ def floor_overheads(n: int = FLOOR_ASSETS, repeats: int = FLOOR_REPEATS) -> list
     return out
 
 
-def pipeline_runs(months: int = PIPELINE_MONTHS) -> list[tuple[float, float]]:
+def pipeline_runs(months: int | None = None) -> list[tuple[float, float]]:
     """(wall, compute) of the flights pipeline for ``months`` data versions (embedded sqlite), each run by its
     data version's partition key, as ``mlassets demo`` runs them; ``WorkFailed`` when a run did not succeed or
     did not reach the gate."""
@@ -87,7 +88,9 @@ def pipeline_runs(months: int = PIPELINE_MONTHS) -> list[tuple[float, float]]:
     from mlassets.host.runs import ingest
 
     cfg = load_config(shipped_configs()["flights"])
-    cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=SAMPLE_FRACTION))
+    sample = toy(SAMPLE_FRACTION, 0.05)
+    cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=sample))
+    months = toy(PIPELINE_MONTHS, 1) if months is None else months
     runs = []
     with get_instance() as instance:
         for month in cfg.dataset.partitions.keys[:months]:

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from mlassets.core.config import parse_config
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.loader import load_data
+from mlassets.core.train.torch_run.loader import load_data
 
 
 def main(job_path: str, out: str) -> int:

@@ -6,23 +6,50 @@ To add a row: in a new ``bench/<topic>.py`` module, decorate a function that ret
     def my_row() -> Result:
         return Result(value=..., unit="s", detail="both sides measured in this run")
 
-then add ``"bench.<topic>"`` to ``MODULES`` in ``bench/__main__.py`` so the runner imports it.
-Each benchmark runs in a fresh temporary ``$MLASSETS_HOME``. It checks the work it timed (``bench.checks``): a
+The runner imports every ``bench/*.py`` module, so the new row is listed, run and smoke-tested (``tests/bench``) as
+it is. Each benchmark runs in a fresh temporary ``$MLASSETS_HOME``. It checks the work it timed (``bench.checks``): a
 failure raises, and the runner prints no figure for it. A ratio against a noisy anchor repeats its pairs until an
 interval decides (``bench.interval.decide``) and returns that interval with its figure.
+
+Smoke mode (``python -m bench --smoke``; the test suite runs every benchmark so): the same work at a toy size, every
+check of it made, no goal judged. A benchmark states its sizes as ``toy(full, small)`` (or asks ``smoke()``), so
+that its smoke run is cheap; a smoke run whose work fails crashes as a measuring run does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 if TYPE_CHECKING:
     from bench.interval import Interval
 
 Better = Literal["lower", "higher"]
+T = TypeVar("T")
+_SMOKE = [False]
+
+
+def smoke() -> bool:
+    """Whether the benchmarks run in smoke mode (toy sizes, checked work, no goal judged)."""
+    return _SMOKE[0]
+
+
+def toy(full: T, small: T) -> T:
+    """``full`` when measuring; ``small`` in smoke mode."""
+    return small if _SMOKE[0] else full
+
+
+@contextlib.contextmanager
+def smoke_mode(on: bool = True) -> Iterator[None]:
+    """Run the benchmarks called inside in smoke mode (``on``) or measuring."""
+    saved, _SMOKE[0] = _SMOKE[0], on
+    try:
+        yield
+    finally:
+        _SMOKE[0] = saved
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@
 large size (12 monthly partitions each, so a partition of the large one is 4x a partition of the small one) goes
 through ``PIPELINE``, each stage in a process of its own (``bench.scale_stages``) that reports its own peak RSS;
 the sizes take turns stage by stage. The sizes are ``$MLASSETS_BENCH_SCALE_ROWS`` (small,large); the default is
-1.25M and 5M rows, a few minutes on 2 cores: the issue's 5M and 20M are ``MLASSETS_BENCH_SCALE_ROWS=5000000,20000000
-python -m bench scale`` (about ten minutes there). ``scan_overhead`` validates one partition of the large size's
-shape as the snapshot does (``validate.scan_objects``) and computes the same statistics in one Polars query over
-the same object, interleaved, best of three.
+1.25M and 5M rows, a few minutes on 2 cores: 5M and 20M are ``MLASSETS_BENCH_SCALE_ROWS=5000000,20000000
+python -m bench scale`` (about ten minutes there). Smoke mode: ``SMOKE_SIZES``, whatever the variable says.
+``scan_overhead`` validates one partition of the large size's shape as the snapshot does (``validate.scan_objects``)
+and computes the same statistics in one Polars query over the same object, interleaved, best of three.
 """
 
 from __future__ import annotations
@@ -22,21 +22,28 @@ from pathlib import Path
 from typing import Any
 
 from bench.checks import expect, expect_equal
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, smoke, toy
 
 PIPELINE: tuple[str, ...] = ("ingest", "validate", "features", "train", "evaluate", "drift")
 PARTITIONS = 12
 SIZES_ENV = "MLASSETS_BENCH_SCALE_ROWS"
 DEFAULT_SIZES = (1_250_000, 5_000_000)
+SMOKE_SIZES = (2_400, 4_800)
 GIB = 1 << 30
-_RUNS: dict[int, dict[str, dict[str, Any]]] = {}
+_RUNS: dict[tuple[int, int], dict[int, dict[str, dict[str, Any]]]] = {}  # per (small, large)
 
 
-def sizes() -> tuple[int, int]:
-    text = os.environ.get(SIZES_ENV, "")
+def sizes(default: tuple[int, int] = DEFAULT_SIZES) -> tuple[int, int]:
+    """(small, large) rows: ``$MLASSETS_BENCH_SCALE_ROWS``, else ``default``; ``SMOKE_SIZES`` in smoke mode."""
+    if smoke():
+        return SMOKE_SIZES
+    text = os.environ.get(SIZES_ENV, "").replace("_", "")
     if not text:
-        return DEFAULT_SIZES
-    small, large = (int(v) for v in text.split(","))
+        return default
+    try:
+        small, large = (int(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"${SIZES_ENV}: {text!r} is not two numbers of rows (small,large)") from None
     return small, large
 
 
@@ -61,7 +68,7 @@ def _check(rows: int, report: dict[str, dict[str, Any]]) -> None:
 def measure() -> dict[int, dict[str, dict[str, Any]]]:
     """Both sizes' generated data through every stage of ``PIPELINE`` (once per bench run). The sizes take turns
     stage by stage, so a slower spell of a shared machine falls on both."""
-    if not _RUNS:
+    if sizes() not in _RUNS:
         small, large = sizes()
         with (tempfile.TemporaryDirectory(prefix=f"bench-scale-{small}-") as a,
               tempfile.TemporaryDirectory(prefix=f"bench-scale-{large}-") as b):
@@ -72,8 +79,8 @@ def measure() -> dict[int, dict[str, dict[str, Any]]]:
                     runs[n][name] = run_stage(name, work)
             for n, report in runs.items():
                 _check(n, report)
-        _RUNS.update(runs)
-    return _RUNS
+        _RUNS[small, large] = runs
+    return _RUNS[sizes()]
 
 
 def _peak(report: dict[str, dict[str, Any]]) -> int:
@@ -160,7 +167,7 @@ def scan_overhead() -> Result:
         repo, path = raw_repo(cfg), raw_path(main_table(cfg), key)
         ours, bare = [], []
         with object_file(store, repo, version, path) as file:
-            for _ in range(3):
+            for _ in range(toy(3, 1)):
                 start = time.perf_counter()
                 rules = table_rules(main_columns(cfg.dataset), cfg.dataset.key)
                 outcome = scan_objects(store, repo, version, [path], rules, cfg.dataset.memory_budget_mb)
@@ -171,5 +178,6 @@ def scan_overhead() -> Result:
     if not outcome.passed or any(v for v in stats.row(0)):
         raise RuntimeError(f"the generated partition is not clean: {outcome.message}; {stats}")
     detail = (f"{rows:,} rows, {len(cfg.dataset.columns)} columns: validation {min(ours):.2f} s (one Polars "
-              f"expression a batch, key hashes), bare Polars streaming query {min(bare):.2f} s, best of 3 each")
+              f"expression a batch, key hashes), bare Polars streaming query {min(bare):.2f} s, "
+              f"best of {len(ours)} each")
     return Result(min(ours) / min(bare), "x", detail)

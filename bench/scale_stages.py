@@ -104,8 +104,8 @@ def train(work: Path) -> dict[str, Any]:
     import io
 
     from mlassets.core.train.job import TrainJob
-    from mlassets.core.train.process import run_training
     from mlassets.core.train.reporting import PrintReporter
+    from mlassets.core.train.torch_run.process import run_training
 
     cfg, _ = _open(work)
     config = cfg.to_dict()

@@ -47,8 +47,8 @@ def register_version(seed: int) -> str:
     from mlassets.core.registry.record import RegistryRecord
     from mlassets.core.train import mlflow_model
     from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha256
-    from mlassets.core.train.model import TabularMLP
     from mlassets.core.train.result import Environment, Provenance
+    from mlassets.core.train.torch_run.mlp import TabularMLP
 
     cfg = load_config(shipped_configs()["flights"])
     tracking.configure()

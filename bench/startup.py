@@ -10,6 +10,7 @@ the same run (``python -m bench startup`` prints them together).
   own launch of a trivial job from a sensor on a bare daemon (``bench.launch_anchor``), measured first.
 
 Each command runs in a fresh interpreter; the figure is the median of ``REPEATS`` calls, alternated with its anchor.
+Smoke mode: one call of each, not warmed; a demo of one month (a twentieth of it).
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ from pathlib import Path
 
 from bench.automation import INTERVAL_S
 from bench.checks import expect, expect_equal
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, smoke, toy
 
 REPEATS = 5
 PASS = [sys.executable, "-c", "pass"]
 IMPORT_DAGSTER = [sys.executable, "-c", "import dagster"]
 LOAD = [sys.executable, "-c", "import mlassets.definitions as d\nd.defs().get_repository_def().get_all_jobs()"]
 MLASSETS = [sys.executable, "-m", "mlassets.cli"]
-_HOME: dict[str, str] = {}
+_HOMES: dict[bool, dict] = {}  # per mode (measuring, smoke): the demo home, its wall time and compute
 
 
 def _seconds(command: list[str], env: dict[str, str] | None = None, code: int = 0, says: str = "") -> float:
@@ -50,9 +51,10 @@ def paired(command: list[str], anchor: list[str], env: dict[str, str] | None = N
            says: str = "") -> tuple[float, float]:
     """Medians of ``command`` (exiting ``code``, printing ``says``) and ``anchor``, alternated (so both see the same
     machine), first calls dropped."""
-    _seconds(command, env, code, says), _seconds(anchor, env)  # warm the file cache for both
+    if not smoke():
+        _seconds(command, env, code, says), _seconds(anchor, env)  # warm the file cache for both
     ours, theirs = [], []
-    for _ in range(REPEATS):
+    for _ in range(toy(REPEATS, 1)):
         ours.append(_seconds(command, env, code, says))
         theirs.append(_seconds(anchor, env))
     return statistics.median(ours), statistics.median(theirs)
@@ -74,16 +76,18 @@ def cli_config_error() -> Result:
     return Result(ours, "s", f"`mlassets ingest` with a typo in the config; python -c pass {anchor:.3f} s")
 
 
-def demo_home() -> str:
-    """A home with three flights months through the pipeline (made once per bench run; the demo benchmark's)."""
-    if not _HOME:
+def demo_home() -> dict:
+    """A home with three flights months through the pipeline (made once per bench run; the demo benchmark's): its
+    path (``home``), the months, the demo's wall time and the steps' compute."""
+    if smoke() not in _HOMES:
         home = tempfile.mkdtemp(prefix="bench-startup-home-")
-        _HOME.update(home=home, **_demo(home))
-    return _HOME["home"]
+        _HOMES[smoke()] = {"home": home, **_demo(home)}
+    return _HOMES[smoke()]
 
 
-def _demo(home: str) -> dict[str, float]:
-    """Play three months (a fifth of each) in this process; its wall time and the steps' compute."""
+def _demo(home: str) -> dict:
+    """Play three months (a fifth of each; smoke: one, a twentieth) in this process; its months, wall time and the
+    steps' compute."""
     from bench.orchestration import step_compute_seconds
     from mlassets.cli.demo import run_demo
     from mlassets.core.config import load_config, shipped_configs
@@ -93,31 +97,33 @@ def _demo(home: str) -> dict[str, float]:
     os.environ["MLASSETS_HOME"] = home
     try:
         cfg = load_config(shipped_configs()["flights"])
-        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=0.2))
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, sample_fraction=toy(0.2, 0.05)))
+        months = cfg.dataset.partitions.keys[:toy(3, 1)]
         with get_instance() as instance:
             started = time.perf_counter()
-            rows = run_demo(instance, cfg, cfg.dataset.partitions.keys[:3], {}, progress=lambda _: None)
+            rows = run_demo(instance, cfg, months, {}, progress=lambda _: None)
             wall = time.perf_counter() - started
-            expect_equal([r.success for r in rows], [True] * 3, "demo runs that succeeded")
+            expect_equal([r.success for r in rows], [True] * len(months), "demo runs that succeeded")
             compute = sum(step_compute_seconds(instance, r.dagster_run.run_id) for r in instance.get_run_records())
     finally:
         if saved is None:
             os.environ.pop("MLASSETS_HOME", None)
         else:
             os.environ["MLASSETS_HOME"] = saved
-    return {"wall": wall, "compute": compute}
+    return {"months": list(months), "wall": wall, "compute": compute}
 
 
 def _home_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "MLFLOW_TRACKING_URI")}
-    return {**env, "MLASSETS_HOME": demo_home()}
+    return {**env, "MLASSETS_HOME": demo_home()["home"]}
 
 
 @benchmark("versions_speed", goal="mlassets versions on a demo home / import dagster", better="lower", target=1.5)
 def versions_speed() -> Result:
+    months = demo_home()["months"]
     ours, anchor = paired([*MLASSETS, "versions", "--config", "flights"], IMPORT_DAGSTER, _home_env(),
-                          says="2013-03")
-    return Result(ours / anchor, "x", f"{ours:.2f} s vs import dagster {anchor:.2f} s (3 data versions)")
+                          says=months[-1])
+    return Result(ours / anchor, "x", f"{ours:.2f} s vs import dagster {anchor:.2f} s ({len(months)} data versions)")
 
 
 @benchmark("history_speed", goal="mlassets history on a demo home / import dagster", better="lower", target=1.5)
@@ -136,9 +142,9 @@ def code_location_load() -> Result:
 @benchmark("demo_overhead", goal="demo of 3 months (a fifth of each): whole run / steps' compute", better="lower",
            target=1.3)
 def demo_overhead() -> Result:
-    demo_home()
-    wall, compute = _HOME["wall"], _HOME["compute"]
-    return Result(wall / compute, "x", f"{wall:.1f} s for 3 ingests and 3 pipeline runs, of which the steps "
+    demo = demo_home()
+    wall, compute, n = demo["wall"], demo["compute"], len(demo["months"])
+    return Result(wall / compute, "x", f"{wall:.1f} s for {n} ingests and {n} pipeline runs, of which the steps "
                   f"computed {compute:.1f} s (overhead {wall - compute:.1f} s)")
 
 
@@ -153,7 +159,7 @@ def commit_to_champion() -> Result:
 
     from bench import automation, launch_anchor
 
-    measured = launch_anchor.measure(INTERVAL_S)
+    measured = launch_anchor.measure(INTERVAL_S, toy(launch_anchor.REPEATS, 1))
     sensed, launched = (statistics.median(m[i] for m in measured) for i in (0, 1))
     anchor = sensed + launched
     m = automation.measure()

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.checks import expect, expect_equal
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, toy
 from mlassets.core.data.store.local import LocalStore
 
 MONTHS = [f"2013-{m:02d}" for m in range(1, 13)]
@@ -30,15 +30,15 @@ ROUNDS = 15
 
 def partition(month: str, seed: int = 0) -> bytes:
     """One month of flights-like rows as Parquet bytes (deterministic in ``month`` and ``seed``)."""
-    rng = np.random.default_rng([int(month[-2:]), seed])
+    rng, rows = np.random.default_rng([int(month[-2:]), seed]), toy(ROWS, 2_000)
     table = pa.table({
-        "day": rng.integers(1, 29, ROWS, dtype=np.int8),
-        "sched_dep_time": rng.integers(500, 2359, ROWS, dtype=np.int16),
-        "carrier": rng.choice(np.array(["UA", "AA", "B6", "DL", "EV", "MQ", "US", "WN"]), ROWS),
-        "flight": rng.integers(1, 8500, ROWS, dtype=np.int32),
-        "distance": rng.gamma(2.0, 500.0, ROWS).round(0),
-        "arr_delay": rng.normal(7.0, 40.0, ROWS).round(0),
-        "temp": rng.normal(55.0, 17.0, ROWS).round(1),
+        "day": rng.integers(1, 29, rows, dtype=np.int8),
+        "sched_dep_time": rng.integers(500, 2359, rows, dtype=np.int16),
+        "carrier": rng.choice(np.array(["UA", "AA", "B6", "DL", "EV", "MQ", "US", "WN"]), rows),
+        "flight": rng.integers(1, 8500, rows, dtype=np.int32),
+        "distance": rng.gamma(2.0, 500.0, rows).round(0),
+        "arr_delay": rng.normal(7.0, 40.0, rows).round(0),
+        "temp": rng.normal(55.0, 17.0, rows).round(1),
     })
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="snappy")
@@ -100,7 +100,7 @@ def store_recommit_unchanged() -> Result:
     parts = {m: partition(m) for m in MONTHS}
     firsts, agains = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(REPEATS):
+        for i in range(toy(REPEATS, 2)):
             store, _ = fresh_store(tmp, f"store-{i}")
             firsts.append(timed(lambda s=store: ingest(s, parts, "first")))
             head = store.resolve("flights", "main")
@@ -110,7 +110,7 @@ def store_recommit_unchanged() -> Result:
     first, again = statistics.median(firsts), statistics.median(agains)
     size = sum(map(len, parts.values())) / 1e6
     return Result(again / first, "x", f"first {first * 1e3:.0f} ms, again {again * 1e3:.1f} ms "
-                                      f"({size:.1f} MB, median of {REPEATS})")
+                                      f"({size:.1f} MB, median of {len(firsts)})")
 
 
 @benchmark("store_read_old_commit", goal="read of 12 partitions at the oldest of 12 commits / at head",
@@ -132,9 +132,9 @@ def store_read_old_commit() -> Result:
 
         read_all("main")  # warm the page cache for both
         at_head, at_old = [], []
-        for _ in range(ROUNDS):  # interleaved, so drift hits both sides alike
+        for _ in range(toy(ROUNDS, 2)):  # interleaved, so drift hits both sides alike
             at_head.append(timed(lambda: read_all("main")))
             at_old.append(timed(lambda: read_all(oldest)))
         head_s, old_s = statistics.median(at_head), statistics.median(at_old)
     return Result(old_s / head_s, "x", f"old {old_s * 1e3:.1f} ms, head {head_s * 1e3:.1f} ms "
-                                       f"(12 commits deep, median of {ROUNDS})")
+                                       f"(12 commits deep, median of {len(at_head)})")

@@ -29,20 +29,21 @@ import torch
 
 from bench.checks import expect, expect_equal, expect_finite, expect_trained
 from bench.interval import decide
-from bench.registry import Result, benchmark
+from bench.registry import Result, benchmark, smoke, toy
 from mlassets.core import tracking
 from mlassets.core.config import parse_config
-from mlassets.core.train import distributed as dd
-from mlassets.core.train import metrics as run_log
-from mlassets.core.train.artifact import build_model
+from mlassets.core.train import metric_sinks as run_log
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.loader import TabularData, load_data
-from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
-from mlassets.core.train.process import read_result, run_training
+from mlassets.core.train.metric_sinks import RUN_ID, TRACKING_URI
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run import distributed as dd
+from mlassets.core.train.torch_run.loader import TabularData, load_data
+from mlassets.core.train.torch_run.mlp import build_model
+from mlassets.core.train.torch_run.process import run_training
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS, THROUGHPUT_GOAL = 8, 0.97  # at most 8 pairs for the interval on a throughput ratio
@@ -54,6 +55,9 @@ STALL = {"model": {"hidden": [4096, 4096], "embedding_dim": 8},
 STALL_ROWS = 128 * 64
 WIDE = {"model": {"hidden": [2048] * 6, "embedding_dim": 8}, "training": {"epochs": 1, "batch_size": 2048}}
 NARROW = {"model": {"hidden": [16, 8], "embedding_dim": 4}, "training": {"epochs": 1, "batch_size": 64}}
+# smoke mode: the same runs with toy models, a few steps each (checkpoints and telemetry still written)
+TOY_STALL = {"model": {"hidden": [256, 256], "embedding_dim": 8}, "training": STALL["training"]}
+TOY_WIDE = {"model": {"hidden": [64, 64], "embedding_dim": 8}, "training": {"epochs": 1, "batch_size": 256}}
 
 
 def _job(root: Path, name: str, spec: dict, rows: int, **training: object) -> TrainJob:
@@ -85,12 +89,15 @@ def platform_loop(job: TrainJob) -> dict:
     """The platform in this process, logging into an MLflow run; its loop seconds exclude validation.
 
     Rank 0 flushes metrics to MLflow every second here (10 s by default), so that this short loop does
-    write to MLflow live instead of handing its metrics off at the end.
+    write to MLflow live instead of handing its metrics off at the end (a smoke run's toy loop hands them off: they
+    are replayed, as the launching step does).
     """
     tracking.configure()
     with mlflow.start_run() as run, mock.patch.object(run_log.MlflowSink.__init__, "__defaults__", (None, 1.0)):
         extras = {RUN_ID: run.info.run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         result = run_training(job, PrintReporter(stream=io.StringIO(), extras=extras))
+        handed_off = run_log.replay(Path(job.out_dir), run.info.run_id)  # a loop shorter than a flush (smoke)
+        expect(smoke() or not handed_off, f"the loop handed {handed_off} metrics off instead of logging them live")
         logged = mlflow.MlflowClient().get_metric_history(run.info.run_id, "telemetry/median_step_ms")
     if not logged:
         raise RuntimeError("rank 0 logged no telemetry aggregates to MLflow")
@@ -100,15 +107,18 @@ def platform_loop(job: TrainJob) -> dict:
 def throughput_ratio(spec: dict, root: Path, what: str) -> Result:
     """Bare loop / platform loop seconds, in alternated pairs on the same data until the interval on their ratio
     decides against ``THROUGHPUT_GOAL`` (``bench.interval``)."""
-    base = _job(root, "warm", spec, THROUGHPUT_ROWS)
+    rows = toy(THROUGHPUT_ROWS, 1024 * 4)
+    every = {"checkpoint_every_steps": 2, "telemetry_every_steps": 1}  # a toy run still checkpoints and reports
+    spec = toy(spec, {**spec, "training": {**spec["training"], **every}})
+    base = _job(root, "warm", spec, rows)
     cfg = parse_config(base.config)
     data = load_data(cfg, base.train_path, base.validation_path, None)
     details: list[str] = []
 
     def pair(i: int) -> float:
         bare = bare_loop(data, base)
-        result = platform_loop(_job(root, f"run{i}", spec, THROUGHPUT_ROWS))
-        expect_trained(result, THROUGHPUT_ROWS, f"platform loop {i}")
+        result = platform_loop(_job(root, f"run{i}", spec, rows))
+        expect_trained(result, rows, f"platform loop {i}")
         expect(result.checkpoints, f"platform loop {i} kept no checkpoint")
         details.append(f"{result.steps} steps of {cfg.training.batch_size} rows, {what}; bare {bare:.2f} s vs "
                        f"platform loop {result.loop_seconds:.2f} s ({len(result.checkpoints)} checkpoints kept; MLflow "
@@ -135,7 +145,9 @@ def _stalls(result: dict, every: int) -> list[float]:
 
 
 def _torch_save_seconds(job: TrainJob, data: TabularData, repeats: int = 5) -> list[float]:
-    """Blocking ``torch.save`` of the same model + AdamW state (after one step, so the state exists)."""
+    """Blocking ``torch.save`` of the same model + AdamW state (after one step, so the state exists); two in smoke
+    mode."""
+    repeats = toy(repeats, 2)
     model = build_model(job.config["model"], data.pre.cardinalities, len(data.pre.numeric))
     optimizer = torch.optim.AdamW(model.parameters())
     model(data.x_cat[:8], data.x_num[:8]).sum().backward()
@@ -151,10 +163,11 @@ def _torch_save_seconds(job: TrainJob, data: TabularData, repeats: int = 5) -> l
 
 @benchmark("checkpoint_stall", goal="stall per checkpoint, async / blocking torch.save", better="lower", target=0.10)
 def checkpoint_stall() -> Result:
+    spec, rows = toy(STALL, TOY_STALL), toy(STALL_ROWS, 128 * 24)
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
-        job = _job(Path(tmp), "async", STALL, STALL_ROWS)
+        job = _job(Path(tmp), "async", spec, rows)
         result = run_training(job, PrintReporter(stream=io.StringIO()))
-        expect_trained(result, STALL_ROWS, "checkpointed training")
+        expect_trained(result, rows, "checkpointed training")
         expect(result.final_checkpoint, "checkpointed training left no final checkpoint")
         size = sum(p.stat().st_size for p in Path(result.final_checkpoint).iterdir()) / 2**20
         data = load_data(parse_config(job.config), job.train_path, job.validation_path, None)
@@ -189,7 +202,7 @@ def _throughput(spec: dict, nproc: int, rows: int, root: Path, raw: bool = False
         seconds = report["step_seconds"][2:]
     else:
         _launch(train_command(nproc, path), f"training with {nproc} rank(s)")
-        result = read_result(job.out_dir)
+        result = read_outcome(job.out_dir).result
         expect_trained(result, rows, f"training with {nproc} rank(s)")
         seconds = [r["t_step"] for r in pq.read_table(Path(result.telemetry_dir) / "rank0.parquet").to_pylist()[2:]]
     expect(seconds, f"{'raw DDP' if raw else 'training'} with {nproc} rank(s): no step after the warm-up")
@@ -198,8 +211,9 @@ def _throughput(spec: dict, nproc: int, rows: int, root: Path, raw: bool = False
 
 def _scaling(spec: dict, rows: int, repeats: int = 2, sides: tuple[bool, ...] = (False,)) -> list[tuple[float, ...]]:
     """Per side (False: the platform, True: the raw DDP loop) its (ratio, 1-rank, 2-rank throughput): the best of
-    ``repeats`` runs of each, alternated across sides and ranks, which filters out other processes on the 2 cores
-    (each rank needs a core to itself)."""
+    ``repeats`` runs of each (one in smoke mode), alternated across sides and ranks, which filters out other
+    processes on the 2 cores (each rank needs a core to itself)."""
+    repeats = toy(repeats, 1)
     runs: dict[tuple[bool, int], list[float]] = {(raw, n): [] for raw in sides for n in (1, 2)}
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         for i in range(repeats):
@@ -211,14 +225,17 @@ def _scaling(spec: dict, rows: int, repeats: int = 2, sides: tuple[bool, ...] = 
 @benchmark("scaling_2_ranks_compute_bound", goal="2/1-rank scaling, 6x2048 MLP, batch 2048 / a raw DDP loop's",
            better="higher", target=0.97)
 def scaling_compute_bound() -> Result:
-    (ours, one, two), (raw, raw_one, raw_two) = _scaling(WIDE, 2048 * 10, sides=(False, True))
-    return Result(ours / raw, "x", f"gloo, 1 thread per rank, best of 2 runs each: platform {one:.0f} -> {two:.0f} "
-                  f"samples/s ({ours:.2f}x), raw DDP loop {raw_one:.0f} -> {raw_two:.0f} samples/s ({raw:.2f}x)")
+    spec = toy(WIDE, TOY_WIDE)
+    (ours, one, two), (raw, raw_one, raw_two) = _scaling(spec, spec["training"]["batch_size"] * toy(10, 4),
+                                                         sides=(False, True))
+    return Result(ours / raw, "x", f"gloo, 1 thread per rank, best of {toy(2, 1)} run(s) each: platform {one:.0f} -> "
+                  f"{two:.0f} samples/s ({ours:.2f}x), raw DDP loop {raw_one:.0f} -> {raw_two:.0f} samples/s "
+                  f"({raw:.2f}x)")
 
 
 @benchmark("scaling_2_ranks_comm_bound", goal="2 ranks / 1 rank throughput, narrow MLP, batch 64 (informational)",
            better="higher", target=0.0)
 def scaling_comm_bound() -> Result:
-    [(ratio, one, two)] = _scaling(NARROW, 64 * 60)
-    return Result(ratio, "x", f"gloo, 1 thread per rank, best of 2 runs each: {one:.0f} -> {two:.0f} samples/s "
-                  "(all-reduce dominates: expected < 1)")
+    [(ratio, one, two)] = _scaling(NARROW, 64 * toy(60, 4))
+    return Result(ratio, "x", f"gloo, 1 thread per rank, best of {toy(2, 1)} run(s) each: {one:.0f} -> {two:.0f} "
+                  "samples/s (all-reduce dominates: expected < 1)")

@@ -11,7 +11,6 @@ each step part per rank, GPU utilization and memory (NVML), and the checkpoints.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -28,12 +27,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from mlassets.core.config import parse_config  # noqa: E402
-from mlassets.core.train.artifact import build_model  # noqa: E402
 from mlassets.core.train.job import TrainJob  # noqa: E402
 from mlassets.core.train.launch import train_command  # noqa: E402
-from mlassets.core.train.loader import load_data  # noqa: E402
+from mlassets.core.train.outcome import RESULT, read_outcome  # noqa: E402
 from mlassets.core.train.synthetic import tiny_config, write_splits  # noqa: E402
-from mlassets.core.train.telemetry import PARTS  # noqa: E402
+from mlassets.core.train.torch_run.loader import load_data  # noqa: E402
+from mlassets.core.train.torch_run.mlp import build_model  # noqa: E402
+from mlassets.core.train.torch_run.timing import PARTS  # noqa: E402
 
 
 def _args() -> argparse.Namespace:
@@ -50,7 +50,8 @@ def _args() -> argparse.Namespace:
 
 
 def _report(out: Path, nproc: int, batch: int) -> None:
-    result = json.loads((out / "result.json").read_text())
+    result = read_outcome(out).result
+    assert result is not None, f"no result in {out}"
     print(f"\n{nproc} rank(s), backend {result.backend}, device {result.device}, precision "
           f"{result.precision}, torch {result.environment.torch_version}, {result.steps} steps of {batch} rows")
     header = f"{'rank':>4} {'step ms':>8} {'samples/s':>10} " + " ".join(f"{p[2:]:>10}" for p in PARTS)
@@ -135,7 +136,7 @@ def main() -> int:
         _stall(root / "run", config, (train, val), every)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-            shutil.copy(root / "run" / "result.json", args.keep / "result.json")
+            shutil.copy(root / "run" / RESULT, args.keep / RESULT)
             for path in (root / "run" / "telemetry").glob("rank*.parquet"):
                 shutil.copy(path, args.keep / path.name)
     return 0

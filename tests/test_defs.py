@@ -23,9 +23,9 @@ EXPECTED = {
     "flights/candidate_model": ("flights_training", "flights_data_versions", ["flights/checkpoints"], []),
     "flights/evaluation": ("flights_evaluation", "flights_data_versions",
                            ["flights/candidate_model", "flights/features"], []),
-    "flights/gate_result": ("flights_evaluation", "flights_data_versions", ["flights/evaluation"], []),
+    "flights/gate_result": ("flights_evaluation", "flights_data_versions", ["flights/evaluation"], ["gate_passed"]),
     "flights/registered_model": (
-        "flights_registry", "flights_data_versions", ["flights/candidate_model", "flights/evaluation"], ["gate_passed"]
+        "flights_registry", "flights_data_versions", ["flights/candidate_model", "flights/evaluation"], []
     ),
     "flights/champion": ("flights_registry", "flights_data_versions",
                          ["flights/gate_result", "flights/registered_model"], []),
@@ -91,7 +91,7 @@ def test_partitions_and_blocking_checks(defs):
     specs = {spec.key.name: spec for a in defs.assets for spec in getattr(a, "check_specs", [])}
     assert {name: spec.blocking for name, spec in specs.items()} == {
         "schema": True, "min_rows": True, "row_change": True, "target_mean": True, "target_quantiles": True,
-        "gate_passed": True,
+        "gate_passed": False,  # a rejection is an answer: it fails the check and blocks nothing
     }
 
 

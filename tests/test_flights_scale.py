@@ -46,7 +46,7 @@ def test_the_rows_asked_for_with_a_unique_key_and_real_values(example: Path) -> 
     assert len(frame) == ROWS and list(frame.columns) == list(cfg.dataset.columns)
     assert cfg.dataset.partitions.keys == ["2013-01", "2013-02"] and set(frame["month"]) == {1, 2}
     assert not frame.duplicated(cfg.dataset.key).any()
-    real = nycflights13._flights()
+    real = nycflights13.read_flights()
     real = real[real["month"].isin([1, 2])]
     assert set(frame["carrier"]) <= set(real["carrier"]) and set(frame["dest"]) <= set(real["dest"])
     assert abs(frame["arr_delay"].mean() - real["arr_delay"].mean()) < 2.0  # minutes: resampled, not invented

@@ -31,13 +31,14 @@ def test_a_plugin_that_raises_is_named_in_one_sentence(home: str, tmp_path: Path
                      + source[body:])
     assert main(["ingest", "--config", str(config), "--partition", "2013-01"]) == 0
     capsys.readouterr()
-    assert main(["run", "--config", str(config)]) != 0
+    assert main(["run", "--config", str(config)]) == 1  # a real failure: not 3, the gate's rejection
     out, err = capsys.readouterr()
     said = (f"training failed: PluginError: model.plugin '{model}:build' failed to build a module: ValueError: "
             "model.params.hidden must hold positive sizes")
     assert said in out + err, out + err
     assert "External execution process failed" not in out + err
     (run,) = get_instance().get_runs(dg.RunsFilter(job_name="flights_plugin_pipeline"))
+    assert run.status == dg.DagsterRunStatus.FAILURE  # a broken training still fails the run
     failures = [e for e in get_instance().all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
     assert len(failures) == 1  # not retried: the same input fails the same way
     assert failures[0].dagster_event.step_failure_data.user_failure_data.description == said

@@ -1,5 +1,5 @@
-"""The ``mlassets`` command: demo, ingest, run, versions, example, ui, daemon, promote, rollback, history, rebuild,
-diagnose, doctor, prune and prune-transactions."""
+"""The ``mlassets`` command and its subcommands (``mlassets --help`` lists them, each with its one line): one module in
+``mlassets/cli/`` per command or group of commands, each adding its own parser here."""
 
 from __future__ import annotations
 
@@ -9,16 +9,8 @@ import os
 import sys
 import warnings
 
-from mlassets.cli.data import add_commands as add_data_commands
-from mlassets.cli.diagnose import add_parser as add_diagnose
-from mlassets.cli.doctor import add_parser as add_doctor
 from mlassets.cli.fleet import add_parser as add_fleet
-from mlassets.cli.prune_work import add_parser as add_prune
-from mlassets.cli.rebuild import add_parser as add_rebuild
-from mlassets.cli.registry import add_commands
 from mlassets.core.config import ConfigError
-from mlassets.serve.cli import add_parser as add_serve
-from mlassets.serve.online_cli import add_parser as add_online
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -41,33 +33,23 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return serve()
 
 
-def cmd_prune(args: argparse.Namespace) -> int:
-    from mlassets.cli.prune import fail_dead_ingests
-    from mlassets.core.data.store import open_store
-
-    if args.older_than < 0:
-        raise ConfigError(f"--older-than: {args.older_than} is negative")
-    store = open_store(args.backend)
-    args.backend = store.backend
-    repos = args.repo or store.list_repos()
-    removed = 0
-    for repo in repos:
-        for name in store.prune_transactions(repo, args.older_than):
-            print(f"{repo}: removed {name}")
-            removed += 1
-    files, size = store.prune_objects(args.older_than)
-    if files:
-        print(f"removed {files} stored objects no commit refers to ({size / 1e6:.2f} MB)")
-    for line in fail_dead_ingests():
-        print(line)
-    print(f"pruned transactions older than {args.older_than:g} s in {len(repos)} repositories ({args.backend}): "
-          f"{removed} removed, {files} objects")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; ``command="fleet"``: the fleet's alone (its commands import no other group's)."""
     parser = argparse.ArgumentParser(prog="mlassets", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    if command == "fleet":
+        add_fleet(sub)
+        return parser
+    from mlassets.cli.data import add_commands as add_data_commands
+    from mlassets.cli.diagnose import add_parser as add_diagnose
+    from mlassets.cli.doctor import add_parser as add_doctor
+    from mlassets.cli.online import add_parser as add_online
+    from mlassets.cli.prune_transactions import add_parser as add_prune_transactions
+    from mlassets.cli.prune_work import add_parser as add_prune
+    from mlassets.cli.rebuild import add_parser as add_rebuild
+    from mlassets.cli.registry import add_commands
+    from mlassets.cli.serve import add_parser as add_serve
+
     add_data_commands(sub)
     ui = sub.add_parser("ui", help="Dagster webserver and MLflow UI on the embedded stack")
     ui.add_argument("--host", default="127.0.0.1")
@@ -82,14 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     daemon.add_argument("--config", action="append", default=[],
                         help="a dataset config to watch (a shipped name or a YAML file; repeatable)")
     daemon.set_defaults(func=cmd_daemon)
-    prune = sub.add_parser("prune-transactions", help="remove what killed writers left (commits and objects no branch "
-                                                      "reaches, lakeFS branches) and fail runs of dead ingests")
-    prune.add_argument("--backend", default="", choices=["", "local", "lakefs"],
-                       help="the store (default $MLASSETS_STORE, else local; lakefs: settings from LAKECTL_*)")
-    prune.add_argument("--older-than", type=float, default=3600.0,
-                       help="seconds since the transaction began (default 3600; in-flight ones are younger)")
-    prune.add_argument("--repo", action="append", help="only this repository (repeatable; default: all)")
-    prune.set_defaults(func=cmd_prune)
+    add_prune_transactions(sub)
     add_prune(sub)
     add_commands(sub)
     add_rebuild(sub)
@@ -114,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
     warnings.filterwarnings("ignore", message=".*is currently in preview.*")
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser("fleet" if argv[:1] == ["fleet"] else None).parse_args(argv)
     try:
         return args.func(args)
     except (ConfigError, ValueError) as exc:

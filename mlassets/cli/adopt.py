@@ -35,11 +35,11 @@ def dagster_problem(dataset: str, name: str, number: str, run_id: str) -> str | 
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    from mlassets.cli.registry import _connect
     from mlassets.core.registry import adopt, versions
     from mlassets.core.registry.promotion import current_user
+    from mlassets.core.tracking import connect
 
-    _connect()
+    connect()
     number = args.version.removeprefix("v")
     version = versions.get_version(args.model, number)
     record = versions.record_of(version)

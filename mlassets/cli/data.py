@@ -29,6 +29,11 @@ def label(cfg: PipelineConfig) -> str:
     return LABELS.get(cfg.dataset.partitions.pattern, "partition")
 
 
+# ``mlassets run``'s exit codes, for scripts that look only at them: 0 the gate passed (or nothing to train: said),
+# 3 the gate rejected the candidate (its run succeeded: a verdict), 1 the run failed, 2 refused before it started.
+REJECTED_EXIT = 3
+
+
 def _print_rows(cfg: PipelineConfig, rows: list) -> None:
     from mlassets.cli.demo import format_notes, format_table, format_unjudged
 
@@ -136,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
     from mlassets.defs.fleet_admission import Refused
-    from mlassets.host.run_once import AlreadyRunning, AlreadyTrained
+    from mlassets.host.run_lock import AlreadyRunning, AlreadyTrained
 
     try:
         row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
@@ -151,7 +156,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"mlassets run: {exc}", file=sys.stderr)
         return 2
     _print_rows(cfg, [row])
-    return _failed([row])
+    failed = _failed([row])
+    return failed or (REJECTED_EXIT if row.decision == "reject" else 0)
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
@@ -211,7 +217,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ingest.add_argument("--from", dest="source", default="",
                         help="a delivered file (or a folder of <table> files) instead of the config's path")
     ingest.set_defaults(func=cmd_ingest)
-    run = sub.add_parser("run", help="the pipeline for one data version (same table as the demo)")
+    run = sub.add_parser("run", help="the pipeline for one data version (same table as the demo); exit code 0: the "
+                                     "gate passed, 3: it rejected the candidate, 1: the run failed, 2: refused")
     run.add_argument("--config", default="flights", help=config_help)
     run.add_argument("--version", default="latest",
                      help="a data version: its key (2024-03.6870220f), partition (2024-03), commit id (or its first "

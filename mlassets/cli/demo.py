@@ -11,8 +11,8 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.version_keys import shown
 from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.evaluate.gate_rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
 from mlassets.host.runs import IngestFailed, Run, ingest, run_pipeline
@@ -46,7 +46,7 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
     gate = run.record(keys.gate_result, version)
     registered = run.record(keys.registered_model, version)
     if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
-        gate = registered.record.gate_result  # a rejected version's gate_result fails; its verdict is registered
+        gate = registered.record.gate_result  # a run that reran registration alone: the verdict it registered
     champion = run.record(keys.champion, version)
     unjudged: list[str] = []
     pooled: list[str] = []

@@ -34,7 +34,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.trace_serving:
         return cmd_trace_serving(args)
     if args.serving or args.serving_example:
-        from mlassets.serve.diagnose import cmd_diagnose_serving
+        from mlassets.cli.diagnose_serving import cmd_diagnose_serving
         return cmd_diagnose_serving(args)
     if args.example:
         diagnosis = diagnose_frame(EXAMPLES[args.example]())
@@ -61,13 +61,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("diagnose", help="why a training run is slow: bottleneck and straggler verdicts")
     parser.add_argument("run", nargs="?", help="run id (8+ chars), data version (its key or commit), or a "
                                                "run/telemetry folder; none: list the recorded runs")
-    parser.add_argument("--example", choices=sorted(EXAMPLES), help="diagnose a worked example of the source")
+    parser.add_argument("--example", choices=sorted(EXAMPLES), help="diagnose a worked example")
     parser.add_argument("--trace-serving", metavar="MODEL", help="trace batch inference of MODEL's champion by "
                                                                  "stage (spans for the Serving latency page)")
     parser.add_argument("--rows", help="with --trace-serving: a Parquet file of raw feature rows")
     parser.add_argument("--batch-rows", type=int, default=256, help="with --trace-serving: rows per request")
     parser.add_argument("--serving", action="store_true", help="why the endpoint's p99 is slow, from the traces of "
                                                                "`mlassets serve` (--trace-file: another file)")
-    parser.add_argument("--serving-example", action="store_true", help="the source's worked p99 example")
+    parser.add_argument("--serving-example", action="store_true", help="the worked example of a slow p99")
     parser.add_argument("--trace-file", help="with --serving: a spans file (default: the home's)")
     parser.set_defaults(func=cmd_diagnose)

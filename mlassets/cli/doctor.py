@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from mlassets.cli.doctor_probes import TIMEOUT_S, _mlflow_http, _resolve_env, database, http_get
+from mlassets.cli.doctor_probes import TIMEOUT_S, database, http_get, mlflow_http, resolve_env
 from mlassets.core import settings
 
 OK, DOWN, UNSET = "reachable", "UNREACHABLE", "not configured"
@@ -52,7 +52,7 @@ def check_dagster(r: Report) -> None:
         return
     from dagster_postgres.utils import pg_url_from_config
 
-    url = pg_url_from_config(_resolve_env(postgres))
+    url = pg_url_from_config(resolve_env(postgres))
     r.configured = settings.mask_url(url)
     r.version = f"{database(url, 'runs')}; {dagster}"
 
@@ -63,8 +63,8 @@ def check_tracking(r: Report) -> None:
     uri = paths.mlflow_tracking_uri()
     r.configured = settings.mask_url(uri)
     if uri.startswith(("http://", "https://")):
-        _mlflow_http(uri, "/health")
-        r.version = "MLflow server " + _mlflow_http(uri, "/version").decode().strip()
+        mlflow_http(uri, "/health")
+        r.version = "MLflow server " + mlflow_http(uri, "/version").decode().strip()
     else:
         r.version = f"{database(uri, 'experiments')}; mlflow {package_version('mlflow')}"
 
@@ -75,7 +75,7 @@ def check_registry(r: Report) -> None:
     uri = os.environ.get("MLFLOW_REGISTRY_URI") or paths.mlflow_tracking_uri()
     r.configured = settings.mask_url(uri)
     if uri.startswith(("http://", "https://")):
-        _mlflow_http(uri, "/api/2.0/mlflow/registered-models/search?max_results=1")
+        mlflow_http(uri, "/api/2.0/mlflow/registered-models/search?max_results=1")
         r.version = "model registry API answers"
     else:
         r.version = database(uri, "registered_models")
@@ -88,7 +88,7 @@ def check_artifacts(r: Report) -> None:
     if not root:  # the MLflow server keeps artifacts: ask it to list the root of its artifact store
         uri = paths.mlflow_tracking_uri()
         r.configured = f"the MLflow server's ({settings.mask_url(uri)})"
-        _mlflow_http(uri, "/api/2.0/mlflow-artifacts/artifacts")
+        mlflow_http(uri, "/api/2.0/mlflow-artifacts/artifacts")
         r.version = "proxied by the MLflow server (mlflow-artifacts:/)"
     elif root.startswith("s3://"):
         import boto3
@@ -117,7 +117,7 @@ def check_store(r: Report) -> None:
 
         r.configured, r.version = f"local: {store_root()}", "mlassets local store"
         return
-    from mlassets.core.data.store._lakefs_api import Settings
+    from mlassets.core.data.store.lakefs_api import Settings
 
     for name in settings.LAKEFS_ENV:
         settings.service_env(name)

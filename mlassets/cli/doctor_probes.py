@@ -57,7 +57,7 @@ def database(url: str, table: str = "") -> str:
         engine.dispose()
 
 
-def _mlflow_http(base: str, path: str) -> bytes:
+def mlflow_http(base: str, path: str) -> bytes:
     """GET from the MLflow server with the client's own credentials (``MLFLOW_TRACKING_USERNAME``/``_PASSWORD``)."""
     user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
     auth = (user, password or "") if user else None
@@ -67,8 +67,8 @@ def _mlflow_http(base: str, path: str) -> bytes:
     return body
 
 
-def _resolve_env(node: object) -> object:
+def resolve_env(node: object) -> object:
     if isinstance(node, dict):
         names = settings.env_references(node) if set(node) == {"env"} else []
-        return os.environ.get(names[0], "") if names else {k: _resolve_env(v) for k, v in node.items()}
-    return [_resolve_env(v) for v in node] if isinstance(node, list) else node
+        return os.environ.get(names[0], "") if names else {k: resolve_env(v) for k, v in node.items()}
+    return [resolve_env(v) for v in node] if isinstance(node, list) else node

@@ -1,27 +1,33 @@
 """``mlassets fleet``: the shared GPU fleet on one machine. ``submit`` admits or refuses a training job (a job file),
 ``serve`` runs the scheduler (leases, preemption, requeue), no subcommand shows the fleet (its jobs and the home's
 Dagster runs that carry a job spec); ``kueue`` renders the same fleet for Kubernetes and ``dagster-yaml`` the run
-queue's team limits."""
+queue's team limits. Each command imports only what it uses (``submit`` answers without Dagster or torch)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import select
+import signal
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-import yaml
+# flag: (job spec field, number type): each is checked finite and in the field's range, naming the flag
+NUMBER_FLAGS = {"--ranks": ("ranks", int), "--gpus-per-rank": ("gpus_per_rank", int),
+                "--expected-minutes": ("expected_minutes", float),
+                "--checkpoint-every-minutes": ("checkpoint_every_minutes", float)}
 
 
-def _fleet(args: argparse.Namespace):  # -> FleetConfig
+def _fleet(args: argparse.Namespace) -> Any:  # FleetConfig
     from mlassets.core.fleet.config import load_fleet
 
     return load_fleet(args.fleet)
 
 
-def _table(args: argparse.Namespace):  # -> FleetTable
+def _table(args: argparse.Namespace) -> Any:  # FleetTable
     from mlassets.core.fleet.service import fleet_table
 
     return fleet_table(args.db)
@@ -39,22 +45,37 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number(flag: str, text: str) -> int | float:
+    """A numeric flag's value: a finite number of its type within its job spec field's range, or one sentence."""
+    from mlassets.core.config import ConfigError
+    from mlassets.core.fleet.spec import check_range
+
+    field, kind = NUMBER_FLAGS[flag]
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ConfigError(f"{flag}: {text!r} is not {'a whole number' if kind is int else 'a number'}") from None
+    check_range(flag, field, value)
+    return value
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
-    return {"team": args.team, "priority": args.priority, "ranks": args.ranks, "gpus_per_rank": args.gpus_per_rank,
-            "expected_minutes": args.expected_minutes, "capacity": args.capacity,
-            "checkpoint_every_minutes": args.checkpoint_every_minutes,
-            "preemptible": False if args.not_preemptible else None}
+    numbers = {field: _number(flag, getattr(args, field)) for flag, (field, _) in NUMBER_FLAGS.items()
+               if getattr(args, field) is not None}
+    return {"team": args.team, "priority": args.priority, "capacity": args.capacity,
+            "preemptible": False if args.not_preemptible else None, **numbers}
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from mlassets.core.config import parse_config
+    from mlassets.core.fleet.admission import money
     from mlassets.core.fleet.service import submit
     from mlassets.core.fleet.spec import job_spec
-    from mlassets.core.train.job import TrainJob
-    from mlassets.core.train.launch import train_command
+    from mlassets.core.train.job import TrainJob, train_command
 
+    overrides = _overrides(args)  # the flags first: a bad one is named before any file is read
     job = TrainJob.from_json(args.job)
-    spec = job_spec(parse_config(job.config), _overrides(args))
+    spec = job_spec(parse_config(job.config), overrides)
     command = train_command(spec.ranks, Path(args.job).resolve())
     fleet, table = _fleet(args), _table(args)
     job_id, decision = submit(table, fleet, args.name or Path(job.out_dir).name, spec, command, job.out_dir)
@@ -62,58 +83,88 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"job {job_id} {decision.reason}", file=sys.stderr)
         return 1
     print(f"job {job_id} queued: {spec.gpus} GPUs ({spec.ranks} ranks x {spec.gpus_per_rank}), team {spec.team}, "
-          f"{spec.priority}, {spec.capacity}, priced {fleet.currency}{decision.cost:,.0f}")
+          f"{spec.priority}, {spec.capacity}, priced {money(fleet, decision.cost)}")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Tick until SIGINT or SIGTERM (whatever the shell left them as), ``--seconds`` or ``--until-idle``; a signal
+    ends the wait between ticks at once and the tick in progress is the last one. The jobs it started are stopped."""
+    import time
+
     from mlassets.core.fleet.scheduler import Scheduler
 
     fleet = _fleet(args)
     sched = Scheduler(fleet, _table(args))
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    stopped: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        stopped.append(signum)
+        try:
+            os.write(wake_w, b"x")
+        except BlockingIOError:  # woken already
+            pass
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     deadline = time.monotonic() + args.seconds if args.seconds else None
     try:
-        while deadline is None or time.monotonic() < deadline:
+        while not stopped and (deadline is None or time.monotonic() < deadline):
             sched.tick()
             if args.until_idle and not sched.table.jobs("queued", "running", "stopping"):
                 break
-            time.sleep(fleet.lease.heartbeat_s)
-    except KeyboardInterrupt:
-        pass
+            wait = fleet.lease.heartbeat_s if deadline is None else min(fleet.lease.heartbeat_s,
+                                                                         max(0.0, deadline - time.monotonic()))
+            select.select([wake_r], [], [], wait)  # a signal's byte ends the wait
     finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         sched.close()
+        os.close(wake_r)
+        os.close(wake_w)
     return 0
 
 
 def kueue_docs(args: argparse.Namespace) -> list[dict]:
+    """The documents ``mlassets fleet kueue`` prints; its warnings go to stderr."""
     from mlassets.core.config import load_config, resolve_config
-    from mlassets.core.fleet.kueue import render_fleet, render_job
+    from mlassets.core.fleet import kueue, kueue_job
     from mlassets.core.fleet.spec import check_against, job_spec
 
     fleet = _fleet(args)
-    docs = render_fleet(fleet)
+    if args.kueue_config:
+        return [kueue.kueue_config(fleet)]
+    docs = kueue.render_fleet(fleet)
+    warnings = kueue.preemption_warnings(fleet)
     if args.config:
         spec = job_spec(load_config(resolve_config(args.config)), _overrides(args))
         check_against(spec, fleet)
-        docs.append(render_job(spec, fleet, args.name or "mlassets-train", args.image, args.train_job))
+        name = args.name or "mlassets-train"
+        docs.append(kueue_job.render_job(spec, fleet, name, args.image, args.train_job, args.kind))
+        warnings += kueue_job.job_warnings(spec, fleet)
+    for line in warnings:
+        print(line, file=sys.stderr)
     return docs
 
 
 def cmd_kueue(args: argparse.Namespace) -> int:
+    import yaml
+
     print(yaml.safe_dump_all(kueue_docs(args), sort_keys=False), end="")
     return 0
 
 
-def main_kueue_text(argv: list[str]) -> str:
-    """The PyTorchJob that ``mlassets fleet kueue ARGV`` renders, as YAML (the manifest checks compare it)."""
+def main_kueue_docs(argv: list[str]) -> list[dict]:
+    """The documents ``mlassets fleet kueue ARGV`` renders (the manifest checks compare them)."""
     parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers()
-    add_parser(sub)
-    args = parser.parse_args(["fleet", "kueue", *argv])
-    return yaml.safe_dump(kueue_docs(args)[-1], sort_keys=False)
+    add_parser(parser.add_subparsers())
+    return kueue_docs(parser.parse_args(["fleet", "kueue", *argv]))
 
 
 def cmd_dagster_yaml(args: argparse.Namespace) -> int:
+    import yaml
+
     from mlassets.defs.fleet import queue_config
 
     print(yaml.safe_dump(queue_config(_fleet(args)), sort_keys=False), end="")
@@ -129,14 +180,30 @@ def cmd_example(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lease_guard(args: argparse.Namespace) -> int:
+    """The command after ``--`` under the lease, in a pod (``mlassets.core.fleet.lease_guard``)."""
+    import math
+
+    from mlassets.core.config import ConfigError
+    from mlassets.core.fleet.config import Lease
+    from mlassets.core.fleet.lease_guard import guard
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise ConfigError("lease-guard: no command after --")
+    lease = Lease(seconds=args.lease_seconds, heartbeat_s=args.heartbeat_seconds, startup_s=args.startup_seconds)
+    if not all(map(math.isfinite, (lease.seconds, lease.startup_s))) or not 0 < lease.heartbeat_s < lease.seconds:
+        raise ConfigError(f"--heartbeat-seconds {lease.heartbeat_s:g} must be > 0 and below --lease-seconds "
+                          f"{lease.seconds:g}, both finite with --startup-seconds {lease.startup_s:g}")
+    return guard(command, lease, args.lease_db, args.job)
+
+
 def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--team")
     p.add_argument("--priority", help="a priority class of fleet.yaml")
-    p.add_argument("--ranks", type=int)
-    p.add_argument("--gpus-per-rank", type=int)
-    p.add_argument("--expected-minutes", type=float)
+    for flag in NUMBER_FLAGS:  # read as text and checked by _number, naming the flag
+        p.add_argument(flag)
     p.add_argument("--capacity", choices=["spot", "on-demand", "spot-first"])
-    p.add_argument("--checkpoint-every-minutes", type=float)
     p.add_argument("--not-preemptible", action="store_true")
 
 
@@ -156,8 +223,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--seconds", type=float, default=0.0, help="stop after this long (0: until interrupted)")
     serve.add_argument("--until-idle", action="store_true", help="stop when no job is queued or running")
     serve.set_defaults(func=cmd_serve)
-    kueue = verbs.add_parser("kueue", help="the fleet (and a run's PyTorchJob) as Kueue manifests")
-    kueue.add_argument("--config", help="a dataset config: add its run's PyTorchJob")
+    kueue = verbs.add_parser("kueue", help="the fleet (and a run's TrainJob) as Kueue manifests (docs/fleet-kueue.md)")
+    kueue.add_argument("--config", help="a dataset config: add its run's workload")
+    kueue.add_argument("--kind", choices=["TrainJob", "PyTorchJob"], default="TrainJob",
+                       help="the run's workload: Kubeflow Trainer's TrainJob, or PyTorchJob (training operator v1)")
+    kueue.add_argument("--kueue-config", action="store_true",
+                       help="print Kueue's manager Configuration for the fleet (waitForPodsReady, frameworks) instead")
     kueue.add_argument("--name")
     kueue.add_argument("--image", default="registry.example.com/mlassets@sha256:" + "0" * 64)
     kueue.add_argument("--train-job", default="/var/lib/mlassets/work/job.json")
@@ -166,6 +237,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     example = verbs.add_parser("example", help="the README walk-through's fleet.yaml and job files")
     example.add_argument("--out", required=True)
     example.set_defaults(func=cmd_example)
+    guard = verbs.add_parser("lease-guard", help="in a pod: run the command after -- under the lease (its ranks "
+                             "renew it; lapsed: the ranks are killed, exit 75)")
+    for flag in ("--lease-seconds", "--startup-seconds", "--heartbeat-seconds"):
+        guard.add_argument(flag, type=float, required=True)
+    guard.add_argument("--lease-db", required=True, help="the pod's lease table (sqlite)")
+    guard.add_argument("--job", required=True, help="the lease's key")
+    guard.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    guard.set_defaults(func=cmd_lease_guard)
     dy = verbs.add_parser("dagster-yaml", help="the run queue's per-team limits, for a dagster.yaml")
     dy.set_defaults(func=cmd_dagster_yaml)
 

@@ -33,14 +33,6 @@ def default_model() -> str:
                       "or --config")
 
 
-def _connect() -> None:
-    import mlflow
-
-    from mlassets.core import paths
-
-    mlflow.set_tracking_uri(paths.mlflow_tracking_uri())
-
-
 def _done(entry: Entry, replaced: Entry | None) -> str:
     origin = f"v{entry.from_version}" if entry.from_version else "none"
     why = f": {entry.reason}" if entry.reason else ""
@@ -56,8 +48,9 @@ def _act(args: argparse.Namespace, move: Callable[[], Entry]) -> int:
     """Repair what an interrupted promotion left behind (saying so), then promote or roll back."""
     from mlassets.core.registry import promote
     from mlassets.core.registry.promotion import PromotionLog
+    from mlassets.core.tracking import connect
 
-    _connect()
+    connect()
     log = PromotionLog()
     for line in promote.sync(args.model, log):
         print(line, file=sys.stderr)

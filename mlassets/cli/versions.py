@@ -55,7 +55,7 @@ def data_versions(cfg: PipelineConfig, store: VersionedStore | None = None) -> l
         gate = _read(files, gate_key, version, GateResult)
         registered = _read(files, registered_key, version, RegisteredVersion)
         if not isinstance(gate, GateResult) and isinstance(registered, RegisteredVersion):
-            gate = registered.record.gate_result  # a rejected version's verdict is in its registry record
+            gate = registered.record.gate_result  # an older home's rejected version: its verdict is registered
         model = registered.version if isinstance(registered, RegisteredVersion) else "-"
         family = registered.record.family if isinstance(registered, RegisteredVersion) else "-"
         out.append(VersionInfo(version=version, partitions=added,

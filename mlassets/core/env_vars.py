@@ -55,6 +55,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MLASSETS_IMAGE", SETTING, "", "Compose (`infra/.env`): the image every mlassets service and run uses."),
     Variable("MLASSETS_IMAGE_DIGEST", SETTING, "",
              "The digest of the image training runs in: every registry record names it beside the git sha."),
+    Variable("MLASSETS_FEATURE_DELAY_MS", SETTING, "`0`",
+             "`mlassets serve`: milliseconds added to every feature lookup (a slow features store, for tests and "
+             "drills); between 0 and 60000, else it is refused, naming it."),
     Variable("MLASSETS_GIT_SHA", SETTING, "the checkout's commit",
              "The commit of the running code where there is no `.git` (an image; `infra/Dockerfile` sets it)."),
     Variable("OTEL_EXPORTER_OTLP_ENDPOINT", SETTING, "",
@@ -102,12 +105,16 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MLASSETS_FLEET_DB", INTERNAL, "", "The lease table a fleet-launched training process heartbeats to."),
     Variable("MLASSETS_FLEET_JOB", INTERNAL, "", "The fleet job a training process renews the lease of."),
     Variable("MLASSETS_FLEET_HEARTBEAT_S", INTERNAL, "", "How often that process heartbeats."),
-    Variable("MLASSETS_TRAIN_JOB", INTERNAL, "", "A Kueue training pod's job file (the rendered PyTorchJob)."),
+    Variable("MLASSETS_TRAIN_JOB", INTERNAL, "",
+             "A Kueue training pod's job file (the rendered TrainJob or PyTorchJob)."),
     Variable("MLFLOW_DISABLE_TELEMETRY", INTERNAL, "", "Set to `true` for the MLflow server and clients mlassets "
              "starts."),
     Variable("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", INTERNAL, "", "Turned off: no progress bars in command output."),
     Variable("MLFLOW_LOGGING_LEVEL", INTERNAL, "`WARNING` for `mlassets` commands",
              "MLflow's log level; the commands keep MLflow's INFO lines out of their output."),
+    Variable("MLASSETS_BENCH_RESULTS", BENCH, "`bench/results/`",
+             "Where a measuring run stores its rows (JSON, with the machine) and its table, and where "
+             "`python -m bench compare` and the Benchmarks page read them."),
     Variable("MLASSETS_BENCH_SCALE_ROWS", BENCH, "`1250000,5000000`",
              "`scale_memory`, `scale_time` and `scale_run_memory`: the small and large sizes in rows."),
     Variable("MLASSETS_BENCH_INGEST_ROWS", BENCH, "`50000000`", "`ingest_overhead`: rows of the 12 partitions."),

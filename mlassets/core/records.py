@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from mlassets.core.config._typed import ConfigError, build
+from mlassets.core.config.typed import ConfigError, build
 
 
 class RecordError(ValueError):

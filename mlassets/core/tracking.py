@@ -54,6 +54,13 @@ def _create(db: Path) -> None:
     os.replace(tmp, db)
 
 
+def connect(tracking_uri: str | None = None) -> None:
+    """Point MLflow at the tracking store (``tracking_uri``, else the home's); nothing is opened yet."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
+
+
 def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> str:
     """Point MLflow at the tracking store and make ``experiment`` (artifacts under the home) the active one.
 

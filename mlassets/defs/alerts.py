@@ -1,7 +1,7 @@
 """A failed run tells the owners of its dataset which step failed and why: a line in the alerts log
 (``$MLASSETS_HOME/alerts/alerts.jsonl``) and the sensor's log always, a webhook POST when
-``$MLASSETS_ALERT_WEBHOOK`` is set. A blocking check that failed (the gate, validation) stopped the run: it is
-named with its description, the reason."""
+``$MLASSETS_ALERT_WEBHOOK`` is set. A blocking check that failed (validation) stopped the run: it is named with its
+description, the reason. A gate rejection is an answer, not a failure: its run succeeds and alerts no one."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
 """group evaluation: candidate and champion on the same holdout (one record); the gate's verdict on that record."""
 
 import math
+from collections.abc import Iterator
 
 import dagster as dg
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.gate import GateResult, evaluate_gate
+from mlassets.core.evaluate.gate import evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.features.store import FeatureSet
 from mlassets.core.train.result import Candidate
@@ -13,7 +14,7 @@ from mlassets.defs.display import number, table
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, version_metadata
 from mlassets.defs.partitions import data_versions
-from mlassets.defs.verdict import observe_rejection, rejection_failure, tag_mlflow_run
+from mlassets.defs.verdict import gate_check_result, gate_check_spec, gate_metadata, tag_mlflow_run
 
 _LATENCY = ("single_median_ms", "single_p50_ms", "single_p99_ms", "batch_rows", "batch_p50_ms", "batch_p99_ms",
             "rows_per_s")
@@ -24,7 +25,7 @@ _OVERALL = {"regression": ("mae", "rmse", "bias"), "binary": ("logloss", "brier"
 def evaluation_metadata(result: Evaluation) -> dict[str, object]:
     """What a person reads on the evaluation asset: overall numbers, latency and size, slices, calibration, and
     the class table of a multiclass model."""
-    from mlassets.core.evaluate.rules import MB
+    from mlassets.core.evaluate.gate_rules import MB
 
     meta: dict[str, object] = {}
     for key in _OVERALL.get(result.task, ()):
@@ -55,19 +56,6 @@ def evaluation_metadata(result: Evaluation) -> dict[str, object]:
     return meta
 
 
-def gate_metadata(gate: GateResult) -> dict[str, object]:
-    return {
-        "passed": gate.passed,
-        "summary": gate.summary(),
-        "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in gate.reasons()) or "all rules passed"),
-        "rules": table([{"rule": r.name, "value": r.value, "limit": r.limit, "bound": r.bound, "passed": r.passed,
-                         "reason": r.reason, "note": r.note} for r in gate.rules]),  # note: a pass past its limit
-        "unjudged_slices": table([u.to_dict() for u in gate.unjudged], ["slice", "value", "n", "min_rows"]),
-        "champion_version": gate.gated_against,
-        "dropped_missing_target": dg.MetadataValue.int(gate.dropped_missing_target),
-    }
-
-
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
     versions_def = data_versions(cfg)
     name = cfg.model.registered_name
@@ -91,7 +79,7 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         live = promote.live_version(name)
         dirs = {"candidate": bundle_path(candidate.model_uri)}
         if live:
-            dirs["champion"] = versions.bundle_dir(versions.get_version(name, live))
+            dirs["champion"] = versions.verified_bundle_dir(versions.get_version(name, live))
         bundles = {model: load_bundle(path) for model, path in dirs.items()}
         record = {"champion_version": live, "data_version": version,
                   "dropped_missing_target": features.dropped_missing_target}
@@ -106,25 +94,21 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                                            **active_run_links()})
 
     @dg.asset(key=keys.gate_result, partitions_def=versions_def, group_name="evaluation",
-              ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"store", "mlflow"})
-    def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> dg.Output[GateResult]:
-        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices. A
-        rejected version fails here with the gate's reasons, so its partition shows as failed wherever Dagster
-        lists partitions (its verdict is kept in the registry record of its model version)."""
+              ins={"evaluation": dg.AssetIn(keys.evaluation)}, required_resource_keys={"store", "mlflow"},
+              check_specs=[gate_check_spec(keys.gate_result, versions_def)])
+    def gate_result(context: dg.AssetExecutionContext, evaluation: Evaluation) -> Iterator[object]:
+        """Every gate rule with value, limit and pass/fail, one sentence per failure, and the unjudged slices:
+        materialized for every candidate (the verdict is data), with the check ``gate_passed`` failing for a
+        rejection."""
         import mlflow
 
         gate = evaluate_gate(cfg.gate, evaluation)
         mlflow.log_metric("gate_passed", float(gate.passed))
         for reason in gate.reasons():
-            context.log.warning(f"gate: {reason}")
+            context.log.info(f"gate: {reason}")
         names = version_metadata(context.resources.store.open(), cfg, evaluation.data_version)
-        metadata = {**names, **gate_metadata(gate), **active_run_links()}
-        tag_mlflow_run(gate.passed, gate.reasons())
-        if not gate.passed:
-            reasons = "; ".join(gate.reasons()) or "the gate failed"
-            description = f"gate rejected {names['data_version_name']}: {reasons}."
-            observe_rejection(context, description, gate_metadata(gate))
-            raise rejection_failure(description, metadata)
-        return dg.Output(gate, metadata=metadata)
+        tag_mlflow_run(gate)
+        yield dg.Output(gate, metadata={**gate_metadata(gate), **names, **active_run_links()})
+        yield gate_check_result(gate, str(names["data_version_name"]))
 
     return [evaluation, gate_result]

@@ -9,7 +9,7 @@ from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig
 from mlassets.core.fleet.config import FleetConfig, load_fleet
-from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, job_spec
+from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, JobSpec, from_tags, job_spec
 
 
 def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dict[str, str]:
@@ -24,6 +24,14 @@ def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dic
     if not known:
         tags.pop(PRIORITY_TAG, None)
     return tags
+
+
+def run_spec(run: Any) -> JobSpec | None:
+    """The job spec a Dagster run carries in its tags (None: no run, no spec, or tags that do not parse)."""
+    try:
+        return from_tags(run.tags) if run is not None else None
+    except ConfigError:
+        return None
 
 
 def recorded_tags(run_tags: dict[str, str]) -> dict[str, str]:
@@ -68,7 +76,7 @@ def training_env(run: Any) -> dict[str, str]:
     a preemptible run's training process checkpoints and exits as preempted on SIGTERM or SIGINT."""
     from mlassets.core import paths
     from mlassets.core.fleet import heartbeat as hb
-    from mlassets.core.train.preempt import PREEMPTIBLE_ENV
+    from mlassets.core.train.torch_run.preempt import PREEMPTIBLE_ENV
 
     try:
         every = load_fleet().lease.heartbeat_s
@@ -96,7 +104,7 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
 
     from mlassets.core.fleet import heartbeat as hb
     from mlassets.core.fleet.service import fleet_table
-    from mlassets.core.train.preempt import read_preemption
+    from mlassets.core.train.outcome import read_outcome
 
     run = instance.get_run_by_id(run_id)
     why = fleet_stop(run)
@@ -105,7 +113,7 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
     table, lease = fleet_table(), hb.run_lease(run_id)
     beats = table.heartbeats(lease)
     killed = hb.kill_ranks(table, lease)
-    step = read_preemption(out_dir)
+    step = getattr(read_outcome(out_dir), "step", None)  # preempted: the step whose checkpoint is written
     written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
     lost = 0 if step is not None else max((b["step"] - b["checkpoint_step"] for b in beats), default=None)
     if lost is not None:

@@ -2,9 +2,10 @@
 fleet serve``) and the instance's runs that carry a job spec, as rows of one shape (``mlassets.core.fleet.service``).
 
 A Dagster run is queued while Dagster's queue holds it (its reason: ``mlassets/fleet.waits``, else "queued in
-Dagster") or while its training step waits for a `gpu` slot; it holds a lease (``dagster:<run id>``, its ranks'
-heartbeats) while it runs; its GPUs and money (``run_rows``' pricing) count for its team; and a run the fleet stopped
-(``mlassets/preempted``, ``mlassets/lease_lost``, ``mlassets/overrun``) is an event, with the run that resumes it.
+Dagster") or while its training step waits for a `gpu` slot; it is ``starting`` (holding no GPU) in the steps before
+training, and holds a lease (``dagster:<run id>``, its ranks' heartbeats) from its training step on; its GPUs and
+money (``run_rows``' pricing) count for its team; and a run the fleet stopped (``mlassets/preempted``,
+``mlassets/lease_lost``, ``mlassets/overrun``) is an event, with the run that resumes it.
 """
 
 from __future__ import annotations
@@ -16,28 +17,32 @@ import dagster as dg
 
 from mlassets.core.fleet.config import FleetConfig
 from mlassets.core.fleet.heartbeat import run_lease
+from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.fleet.service import FleetView, ref, view
 from mlassets.core.fleet.table import FleetTable
 from mlassets.defs.fleet import fleet_stop, stop_kind
 from mlassets.defs.fleet_admission import REFUSED_TAG, WAITS_TAG, run_row, spec_records
-from mlassets.defs.preemption import GPU_POOL
 
 _ENDED = {dg.DagsterRunStatus.SUCCESS: "done", dg.DagsterRunStatus.FAILURE: "failed"}
 
 
-def _waiting_for_slot(instance: dg.DagsterInstance) -> set[str]:
-    """The runs whose training step waits for a slot of the `gpu` pool."""
+def _slots(instance: dg.DagsterInstance) -> tuple[set[str], set[str]]:
+    """The runs whose training step waits for a slot of the `gpu` pool, and those whose training step holds one."""
     storage = instance.event_log_storage
     if not storage.supports_global_concurrency_limits:
-        return set()
-    return {p.run_id for p in storage.get_concurrency_info(GPU_POOL).pending_steps if p.assigned_timestamp is None}
+        return set(), set()
+    info = storage.get_concurrency_info(GPU_POOL)
+    return ({p.run_id for p in info.pending_steps if p.assigned_timestamp is None},
+            {c.run_id for c in info.claimed_slots})
 
 
-def dagster_rows(instance: dg.DagsterInstance, fleet: FleetConfig, now: float | None = None) -> list[dict[str, Any]]:
-    """One job-like row per run of the instance that carries a job spec, oldest first."""
+def dagster_rows(instance: dg.DagsterInstance, fleet: FleetConfig, now: float | None = None,
+                 table: FleetTable | None = None) -> list[dict[str, Any]]:
+    """One job-like row per run of the instance that carries a job spec, oldest first. A started run holds GPUs
+    from its training step on (a `gpu` slot held, or its ranks renewing its lease); before, it is ``starting``."""
     now = time.time() if now is None else now
     records = spec_records(instance, fleet)
-    waiting = _waiting_for_slot(instance)
+    waiting, holding = _slots(instance)
     requeued = {r.dagster_run.tags["dagster/run_key"].removeprefix("resume:"): r.dagster_run.run_id
                 for r, _ in records if r.dagster_run.tags.get("dagster/run_key", "").startswith("resume:")}
     rows = []
@@ -50,6 +55,9 @@ def dagster_rows(instance: dg.DagsterInstance, fleet: FleetConfig, now: float | 
             reason = waits or "queued in Dagster"
         elif row["state"] == "running" and run.run_id in waiting:
             row["state"], reason = "queued", waits or "its training step waits for a slot of the `gpu` pool"
+        elif run.status == dg.DagsterRunStatus.STARTED and run.run_id not in holding and not (
+                table is not None and table.heartbeats(run_lease(run.run_id))):
+            row["state"], reason = "starting", "in the steps before training: no GPU held yet"
         elif run.status == dg.DagsterRunStatus.CANCELING:
             row["state"], reason = "stopping", why
         elif row["state"] == "done":
@@ -67,4 +75,4 @@ def dagster_rows(instance: dg.DagsterInstance, fleet: FleetConfig, now: float | 
 def fleet_view(table: FleetTable | None, fleet: FleetConfig, instance: dg.DagsterInstance | None,
                now: float | None = None) -> FleetView:
     """The lease table's jobs (None: no lease table yet) and ``instance``'s runs (None: no Dagster instance yet)."""
-    return view(table, fleet, now, dagster_rows(instance, fleet, now) if instance is not None else ())
+    return view(table, fleet, now, dagster_rows(instance, fleet, now, table) if instance is not None else ())

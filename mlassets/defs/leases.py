@@ -19,7 +19,8 @@ from typing import Any
 
 import dagster as dg
 
-from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, fleet_stop
+from mlassets.core.fleet.policy import STOP, WARN, overrun
+from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, fleet_stop, run_spec
 
 
 def _stop(instance: dg.DagsterInstance, run: dg.DagsterRun, tag: str, why: str, grace_s: float) -> None:
@@ -34,7 +35,6 @@ def watch_leases(instance: dg.DagsterInstance, fleet: Any, job_name: str, now: f
     from mlassets.core import paths
     from mlassets.core.fleet import heartbeat as hb
     from mlassets.core.fleet.table import FleetTable
-    from mlassets.defs.preemption import _spec
 
     now = time.time() if now is None else now
     db = paths.home() / "fleet.db"
@@ -50,15 +50,16 @@ def watch_leases(instance: dg.DagsterInstance, fleet: Any, job_name: str, now: f
             _stop(instance, run, LEASE_LOST_TAG, why, fleet.grace_s)
             lines.append(f"run {run.run_id[:8]} {why}")
             continue
-        spec, record = _spec(run), instance.get_run_record_by_id(run.run_id)
+        spec, record = run_spec(run), instance.get_run_record_by_id(run.run_id)
         if spec is None or record is None or not record.start_time:
             continue
         ran_min = (now - record.start_time) / 60
-        if ran_min > spec.expected_minutes * fleet.overrun_factor:
+        verdict = overrun(fleet, spec.expected_minutes, ran_min, bool(run.tags.get(OVERRUN_WARNED_TAG)))
+        if verdict == STOP:
             why = f"overrun: ran {ran_min:.1f} min, {fleet.overrun_factor:g}x its expected {spec.expected_minutes:g}"
             _stop(instance, run, OVERRUN_TAG, f"{why} min; stopped", fleet.grace_s)
             lines.append(f"run {run.run_id[:8]} {why} min; stopped")
-        elif ran_min > spec.expected_minutes and not run.tags.get(OVERRUN_WARNED_TAG):
+        elif verdict == WARN:
             why = f"past its expected {spec.expected_minutes:g} min (ran {ran_min:.1f} min); stopped past " \
                   f"{spec.expected_minutes * fleet.overrun_factor:g} min"
             instance.add_run_tags(run.run_id, {OVERRUN_WARNED_TAG: why})

@@ -3,7 +3,8 @@
 *running* run for a more urgent one, nor starts again a run that was stopped. One sensor per dataset does both:
 
 - an urgent run whose training step waits for a `gpu` slot while every slot is held: the lowest-priority
-  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first) is tagged
+  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first: the
+  rules of ``mlassets.core.fleet.policy``, as ``mlassets fleet serve`` applies them) is tagged
   ``mlassets/preempted`` and terminated the Dagster way (``run_launcher.terminate``: its Pipes client sends the
   training process SIGINT, which writes its full-state checkpoint and exits as preempted within ``grace_s``); the
   run ends *canceled*, which the failure alert does not report;
@@ -21,24 +22,23 @@ from typing import Any
 import dagster as dg
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_WARNED_TAG, PREEMPTED_TAG, REQUEUE_TAGS, RESUME_TAG, work_run_id
+from mlassets.core.fleet.policy import GPU_POOL, may_preempt, victim_order
+from mlassets.defs.fleet import (
+    LEASE_LOST_TAG,
+    OVERRUN_WARNED_TAG,
+    PREEMPTED_TAG,
+    REQUEUE_TAGS,
+    RESUME_TAG,
+    run_spec,
+    work_run_id,
+)
 from mlassets.defs.jobs import TRIGGER_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 
-GPU_POOL = "gpu"  # mlassets.defs.training.GPU_POOL
 _OWN = {PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_WARNED_TAG, RESUME_TAG, "mlassets/daemon", "mlassets/host",
         "mlassets/pid", "mlassets/pid_started",
         "mlassets/fleet.waits", "mlassets/fleet.refused"}  # what the stopped run's process and launch added
 _HOLDING = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
-
-
-def _spec(run: dg.DagsterRun | None) -> Any:
-    from mlassets.core.fleet.spec import from_tags
-
-    try:
-        return from_tags(run.tags) if run is not None else None
-    except ConfigError:
-        return None
 
 
 def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str) -> list[str]:
@@ -53,20 +53,18 @@ def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str)
     lines = []
     for run_id in waiting:
         run = instance.get_run_by_id(run_id)
-        spec = _spec(run)
+        spec = run_spec(run)
         if run is None or run.job_name != job_name or spec is None or spec.priority not in fleet.priority_classes:
             continue
-        may = set(fleet.priority_classes[spec.priority].preempts)
-        stoppable = [r for r in holders.values() if r is not None and r.status in _HOLDING and _spec(r) is not None
-                     and _spec(r).preemptible and _spec(r).priority in may]
+        held = [(r, run_spec(r)) for r in holders.values() if r is not None and r.status in _HOLDING]
+        stoppable = [(r, s) for r, s in held if s is not None and s.priority in fleet.priority_classes
+                     and may_preempt(fleet, spec.priority, s.priority, s.preemptible)]
         if not stoppable:
             continue
-
-        def order(r: dg.DagsterRun) -> tuple[int, float]:
-            record = instance.get_run_record_by_id(r.run_id)
-            return (fleet.priority_classes[_spec(r).priority].value, -(record.start_time or 0.0) if record else 0.0)
-
-        victim = min(stoppable, key=order)
+        records = {r.run_id: instance.get_run_record_by_id(r.run_id) for r, _ in stoppable}
+        victim, _ = min(stoppable, key=lambda rs: victim_order(
+            fleet.priority_classes[rs[1].priority].value,
+            records[rs[0].run_id].start_time if records[rs[0].run_id] else None))
         why = f"preempted for run {run_id[:8]} ({spec.priority}, team {spec.team})"
         instance.add_run_tags(victim.run_id, {PREEMPTED_TAG: why})
         instance.report_engine_event(f"mlassets: {why}: terminating; its training writes a checkpoint within "

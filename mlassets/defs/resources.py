@@ -14,7 +14,7 @@ from mlassets.defs.fleet import grace_s
 from mlassets.defs.jobs import STOPPED_TAG
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager
-from mlassets.defs.verdict import is_verdict
+from mlassets.defs.verdict import GATE_TAG, REJECTED, keep_verdict
 
 if TYPE_CHECKING:
     from dagster_mlflow.resources import MlFlow
@@ -57,9 +57,9 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     """dagster-mlflow's resource, after creating the experiment with artifacts on the embedded stack.
 
     The MLflow run ends when the Dagster run's resources are torn down (after its last step, with the jobs'
-    in-process executor): FINISHED when every step succeeded or the only failures are the gate's verdict (a
-    rejected candidate trained fine: ``gate_verdict`` says why), FAILED when a step failed or was skipped. No
-    MLflow run stays RUNNING, and the next run in the same process is not logged into it.
+    in-process executor): FINISHED when every step succeeded, or when the only skipped steps follow the gate's
+    rejection (the candidate trained fine: its ``gate`` tag says ``rejected``), FAILED when a step failed or was
+    skipped otherwise. No MLflow run stays RUNNING, and the next run in the same process is not logged into it.
     """
     import mlflow
     from dagster_mlflow.resources import MlFlow
@@ -70,7 +70,7 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
     resource = MlFlow(context)
     started = mlflow.active_run()
     if started is not None and context.dagster_run is not None:  # named after its data version; links back
-        mlflow.set_tags(tags_for_dagster_run(context.dagster_run))
+        mlflow.set_tags(keep_verdict(tags_for_dagster_run(context.dagster_run)))
     try:
         yield resource
     finally:
@@ -80,20 +80,22 @@ def mlflow_tracking(context: dg.InitResourceContext) -> Iterator[MlFlow]:
 
 
 def _status(context: dg.InitResourceContext) -> str:
+    import mlflow
     from mlflow.entities import RunStatus
 
-    stopped = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED}
     if context.instance is None or context.dagster_run is None:
         return RunStatus.to_string(RunStatus.FINISHED)
     run_id = context.dagster_run.run_id
     run = context.instance.get_run_by_id(run_id)
     if run is not None and STOPPED_TAG in run.tags:  # stopped on purpose (its budget), its steps skipped: no failure
         return RunStatus.to_string(RunStatus.FINISHED)
-    failures = context.instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
-    if failures and all(is_verdict(r.event_log_entry.dagster_event.event_specific_data) for r in failures):
-        return RunStatus.to_string(RunStatus.FINISHED)  # trained, and rejected by the gate: a verdict, not a crash
-    records = context.instance.get_records_for_run(run_id, of_type=stopped, limit=1).records
-    return RunStatus.to_string(RunStatus.FAILED if records else RunStatus.FINISHED)
+    if context.instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE, limit=1).records:
+        return RunStatus.to_string(RunStatus.FAILED)
+    if not context.instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_SKIPPED, limit=1).records:
+        return RunStatus.to_string(RunStatus.FINISHED)
+    active = mlflow.active_run()  # steps skipped after the gate rejected the candidate: it trained fine
+    rejected = active is not None and mlflow.get_run(active.info.run_id).data.tags.get(GATE_TAG) == REJECTED
+    return RunStatus.to_string(RunStatus.FINISHED if rejected else RunStatus.FAILED)
 
 
 def default_resources() -> dict[str, object]:

@@ -3,7 +3,8 @@
 With ``training.nproc > 1`` the step launches torchrun; only rank 0 talks to Dagster and MLflow (into this
 run's MLflow run). torchrun never restarts ranks: the step's ``RetryPolicy`` does, so every restart shows
 in the UI, and each attempt resumes from the newest valid checkpoint in the run's working area. The process
-hands its ``TrainingResult`` back in one place, ``result.json``; Pipes carries its log lines.
+tells how it ended in one place, its outcome (``core.train.outcome``: its ``TrainingResult``, or why it failed or was
+refused); Pipes carries its log lines.
 """
 
 import os
@@ -17,18 +18,18 @@ from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
-from mlassets.core.registry.once import Made
+from mlassets.core.fleet.policy import GPU_POOL
+from mlassets.core.registry.made import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
 from mlassets.defs.fleet import preempted_failure, training_env, work_run_id
 from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata
-from mlassets.defs.once import stop_reason, stopped
+from mlassets.defs.one_candidate import stop_reason, stopped
 from mlassets.defs.ops import dashboard_url
 from mlassets.defs.partitions import data_versions
 
-GPU_POOL = "gpu"
 TELEMETRY_KEYS = ("median_step_ms", "samples_per_s", "share_data_wait", "share_compute", "share_sync",
                   "share_optim", "share_checkpoint", "slowest_rank_median_step_ms")
 
@@ -104,13 +105,11 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         from mlassets.core import tracking
         from mlassets.core.data.mlflow_dataset import log_data_version
         from mlassets.core.registry.warm import verified_bundle
-        from mlassets.core.train import metrics as run_log
+        from mlassets.core.train import metric_sinks as run_log
         from mlassets.core.train import mlflow_model
-        from mlassets.core.train.budget import REFUSED, read_refusal
-        from mlassets.core.train.entry import read_result
-        from mlassets.core.train.failure import FAILURE, read_failure
         from mlassets.core.train.launch import commit_checkpoints, prepare_job, provenance, train_command
-        from mlassets.core.train.metrics import RUN_ID, TRACKING_URI
+        from mlassets.core.train.metric_sinks import RUN_ID, TRACKING_URI
+        from mlassets.core.train.outcome import read_outcome
         from mlassets.core.train.workfiles import finished
         from mlassets.core.tune.apply import tuned_config
 
@@ -128,8 +127,6 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         init_bundle = verified_bundle(cfg.model.registered_name, warm_from) if warm_from else ""
         job_path = prepare_job(store, run_cfg, version, out_dir, init_bundle=init_bundle, warm_start_from=warm_from,
                                force_budget=context.run.tags.get(FORCE_TAG) == "budget")
-        (out_dir / REFUSED).unlink(missing_ok=True)
-        (out_dir / FAILURE).unlink(missing_ok=True)
         run_id = mlflow.active_run().info.run_id
         extras = {RUN_ID: run_id, TRACKING_URI: mlflow.get_tracking_uri()}
         env = {**os.environ, "OMP_NUM_THREADS": str(cfg.training.threads), **training_env(context.run)}
@@ -143,18 +140,20 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                 raise preempted from None
             raise
         except Exception:
-            refusal = read_refusal(out_dir)  # over its budget: the same again on a retry, so none
-            if refusal:  # stopped on purpose: nothing trained, nothing downstream runs, and no failure
-                stopped(context, refusal, "over budget")
+            ended = read_outcome(out_dir)  # the process's own sentence, not "failed with code 1"
+            if ended is not None and ended.ended == "refused":  # over its budget: the same again on a retry, so none;
+                # stopped on purpose: nothing trained, nothing downstream runs, and no failure
+                stopped(context, ended.sentence, "over budget")
                 # Pipes made every output required (a typed event stream); none is, for a run that trained nothing.
                 # Dagster has no public setter back (1.13); tests/test_training_failure.py fails if this stops working
                 context.op_execution_context._step_execution_context._requires_typed_event_stream = False
                 return
-            failed = read_failure(out_dir)  # the process's own sentence, not "failed with code 1"
-            if failed:
-                raise dg.Failure(description=failed[0], allow_retries=failed[1]) from None
+            if ended is not None and ended.ended == "failed":
+                raise dg.Failure(description=ended.sentence, allow_retries=ended.retry) from None
             raise
-        result = read_result(out_dir)
+        result = getattr(read_outcome(out_dir), "result", None)
+        if result is None:
+            raise dg.Failure(description=f"training exited without recording its result in {out_dir}")
         run_log.replay(out_dir, run_id)  # metrics of a run too short for rank 0 to have logged them
         tracking.log_training(run_cfg.to_dict(), result.val_metric_name, result.val_metric, result.train_seconds)
         log_data_version(cfg, version, {"train": result.n_train, "validation": result.n_val}, store)

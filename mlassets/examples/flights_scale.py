@@ -46,7 +46,7 @@ def _templates() -> dict[str, Any]:
 
     from mlassets.core.data.sources import nycflights13
 
-    flights, weather = nycflights13._flights(), nycflights13._weather()
+    flights, weather = nycflights13.read_flights(), nycflights13.read_weather()
     joined = flights.merge(weather[["origin", "time_hour", *WEATHER]], on=["origin", "time_hour"], how="left",
                            validate="many_to_one")
     out: dict[str, Any] = {c: joined[c].to_numpy(dtype=np.int64) for c in ("sched_dep_time", "sched_arr_time",

@@ -10,6 +10,7 @@ import dagster as dg
 
 from mlassets.core import paths, settings
 from mlassets.core.config import ConfigError, config_paths, load_config
+from mlassets.core.fleet.policy import GPU_POOL
 
 _HEADER = "# Embedded default: sqlite storage in this folder."
 _DAGSTER_YAML = """\
@@ -37,7 +38,6 @@ concurrency:
 {teams}  pools:
     granularity: op  # the `gpu` pool holds training steps; its size is set from automation.gpu_slots
 """
-GPU_POOL = "gpu"
 
 
 def dagster_yaml() -> str:

@@ -140,7 +140,7 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
     old home's full commit id works too), the run tagged with its name and commit; ``force``: train even when the
     run's expected cost is over ``training.budget_hours``. Once per data version, config and code
-    (``run_once``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so.
+    (``run_lock``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so.
 
     First of all the fleet admits the run's job spec or refuses it (``Refused``, one sentence with the numbers;
     nothing started); an admitted run that finds no free GPUs says where it waits (``waits``) and its training
@@ -157,8 +157,8 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
         waits(queued)
     from mlassets.core.data.store import open_store
     from mlassets.core.data.version_keys import resolve_key
-    from mlassets.core.registry.once import AGAIN_TAG
-    from mlassets.host.run_once import AlreadyTrained, existing_candidate, only_run
+    from mlassets.core.registry.made import AGAIN_TAG
+    from mlassets.host.run_lock import AlreadyTrained, existing_candidate, only_run
 
     register(cfg)
     store = open_store()

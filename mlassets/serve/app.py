@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -28,13 +29,14 @@ from mlassets.core.train.outputs import class_frame
 from mlassets.serve import rows
 from mlassets.serve.batcher import Batcher, Stopped
 from mlassets.serve.features import FeatureLookup
-from mlassets.serve.online import Online, fixed
+from mlassets.serve.online_router import Online, fixed
 from mlassets.serve.openapi import install
 from mlassets.serve.swap import Champion
 from mlassets.serve.telemetry import Metrics, RequestTrace
 
 LOG = logging.getLogger("mlassets.serve")
 TRACE_HEADER = "x-trace-id"
+LOOKUP_THREADS = 8  # feature lookups that may wait on the store at once
 
 
 def forward(champion: Champion) -> Callable[[pd.DataFrame], tuple[Any, int, str]]:
@@ -73,16 +75,16 @@ async def _body(request: Request, limit: int) -> bytes:
 def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig, poll: bool = True,
                lookup: FeatureLookup | None = None) -> FastAPI:
     metrics = Metrics()
-    batcher = Batcher(forward(champion), settings.max_batch_size, settings.batch_wait_ms, settings.batching,
-                      on_batch=metrics.batch)
-    tests = Online(champion.name, settings.online, lambda model: forward(fixed(model)), settings.max_batch_size,
-                   settings.batch_wait_ms if settings.batching else 0.0, metrics)
+    batcher = Batcher.of(forward(champion), settings, on_batch=metrics.batch)
+    tests = Online(champion.name, settings.online, lambda model: Batcher.of(forward(fixed(model)), settings), metrics)
     champion.pollers.append(tests.poll)
     if lookup is not None:
         champion.pollers.append(lookup.refresh)  # a new data version's weather, once ingested
     champion.on_swap = lambda outcome, _message: metrics.swaps.labels(outcome).inc()
     metrics.version.labels(champion.name).set(float(champion.current.version))
     client = httpx.AsyncClient(timeout=settings.downstream_timeout_ms / 1000) if settings.downstream_url else None
+    # lookups off the event loop: a slow one holds one of these threads, never the other requests
+    lookups = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="mlassets-lookup") if lookup is not None else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -96,6 +98,8 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             champion.stop()
             await tests.stop()
             await batcher.stop()
+            if lookups is not None:
+                lookups.shutdown(wait=False, cancel_futures=True)
             if client is not None:
                 await client.aclose()
 
@@ -109,8 +113,12 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         span = RequestTrace(start, route)
         headers = {TRACE_HEADER: span.trace_id}
         status, answer, content = 200, {}, b""
-        batcher.arriving += 1
-        queued, variant, retrieval = False, "champion", None
+        run = tests.running  # read once: the test may end while this request runs
+        to_candidate = run is not None and (run.variant == "shadow" or run.take())
+        canary = to_candidate and run is not None and run.variant == "canary"
+        own = None if canary else batcher.admit()  # each batcher waits for the requests on their way to it
+        theirs = run.batcher.admit() if run is not None and to_candidate else None
+        variant, retrieval = "champion", None
         try:
             if request.headers.get("content-type", "application/json").split(";")[0].strip() != "application/json":
                 raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
@@ -119,16 +127,17 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
             records = parse(rows.parse_json(body))
             if lookup is not None:  # rows that give a table's key instead of its columns
                 looked_at = time.time_ns()
-                records, looked = lookup.fill(records)
+                records, looked = await asyncio.get_running_loop().run_in_executor(lookups, lookup.fill, records)
                 if looked:
                     retrieval = (looked_at, time.time_ns(), looked)
-            frame = rows.to_rows(records, schema, settings.max_rows)  # one DataFrame per pass, not per request
-            batcher.arriving -= 1
-            queued = True
+            frame = rows.to_rows(records, schema, settings.max_rows,  # one DataFrame per pass, not per request
+                                 settings.ignore_extra_columns)
+            if own is not None:
+                own.queued()
             metrics.queue_depth.set(batcher.depth + 1)
-            run = tests.running  # read once: the test may end while this request runs
             predicted = None
-            if run is not None and run.variant == "canary" and run.take():
+            if canary and run is not None and theirs is not None:
+                theirs.queued()
                 try:
                     predicted, version, queued_ns, timing = await run.batcher.submit(frame)
                     tests.scored(run, "candidate", queued_ns, timing.done_ns, predicted, frame, span.trace_id)
@@ -147,8 +156,9 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                     raise
                 if run is not None:
                     tests.scored(run, "champion", queued_ns, timing.done_ns, predicted, frame, span.trace_id)
-                    if run.variant == "shadow":
-                        tests.shadow(run, frame, span.trace_id)
+                    if run.variant == "shadow" and theirs is not None:
+                        tests.shadow(run, frame, span.trace_id, theirs)  # its task queues the arrival
+                        theirs = None
             if retrieval is None:
                 span.stage("preprocessing", start, queued_ns, rows=len(frame))
             else:  # laid end to end: parsing, the lookup, then the rows checked
@@ -179,8 +189,9 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                                             f"{span.trace_id}", "trace_id": span.trace_id}
             metrics.errors.labels("internal").inc()
         finally:
-            if not queued:
-                batcher.arriving -= 1
+            for arrival in (own, theirs):
+                if arrival is not None:
+                    arrival.queued()
             metrics.queue_depth.set(batcher.depth)
         if status != 200:
             content = json.dumps(answer).encode()

@@ -3,6 +3,11 @@
 A request waits for others only while more are on their way (admitted by the server, not yet queued) and at
 most ``wait_ms`` after it was queued; a lone request on an idle model runs at once. While a batch runs, new
 requests queue up and go together in the next one. With batching off, every request is its own pass.
+
+Every variant of an endpoint (the champion, an online test's canary or shadow) gets its batcher from
+``Batcher.of(run, serving)``: one policy (``serving.batching``, ``max_batch_size``, ``batch_wait_ms``), and each
+counts the requests on their way to it (``admit``), so a canary's passes wait for arriving requests as the
+champion's do and the online test compares two equal batchers.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mlassets.serve.rows import Rows
+
+if TYPE_CHECKING:
+    from mlassets.core.config.serving import ServingConfig
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,20 @@ class _Job:
 Runner = Callable[[pd.DataFrame], tuple[Any, int, str]]
 
 
+class Arrival:
+    """One request admitted for a batcher and not yet queued to it: counted in ``arriving`` until ``queued()``
+    (once; later calls do nothing)."""
+
+    def __init__(self, batcher: Batcher) -> None:
+        self.batcher, self.open = batcher, True
+        batcher.arriving += 1
+
+    def queued(self) -> None:
+        if self.open:
+            self.open = False
+            self.batcher.arriving -= 1
+
+
 class Stopped(RuntimeError):
     """The batcher stopped before this request's pass ran (an online test's candidate that was dropped)."""
 
@@ -59,6 +81,15 @@ class Batcher:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mlassets-model")
+
+    @classmethod
+    def of(cls, run: Runner, serving: ServingConfig, on_batch: Callable[[Timing], None] | None = None) -> Batcher:
+        """The endpoint's batching policy, the same for every variant."""
+        return cls(run, serving.max_batch_size, serving.batch_wait_ms, serving.batching, on_batch)
+
+    def admit(self) -> Arrival:
+        """Count a request on its way to this batcher (a pass waits for it, up to ``wait_ms``)."""
+        return Arrival(self)
 
     @property
     def running(self) -> bool:

@@ -6,12 +6,17 @@ The dataset config's other tables (``dataset.tables``, e.g. flights' ``weather``
 source's join gave training (``build_frame``: the weather at the origin and the scheduled hour). A row that holds
 the key columns the model does not take itself (``time_hour``) is a lookup row; a key the store does not hold is
 a 422 naming it. The index is read at start and again when the branch moves (``refresh``, from the poll thread).
+The endpoint runs ``fill`` on a thread pool of its own, so a slow lookup delays only its own request.
+``MLASSETS_FEATURE_DELAY_MS`` adds that many milliseconds to every lookup (a slow features store, for tests and
+drills).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +30,7 @@ from mlassets.core.data.store import VersionedStore
 from mlassets.serve.rows import BadRequest, Schema
 
 LOG = logging.getLogger("mlassets.serve")
+DELAY_ENV = "MLASSETS_FEATURE_DELAY_MS"
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,8 @@ def _key_value(value: Any, column: str, row: int, dtype: str) -> Any:
 class FeatureLookup:
     """The index of each table (key tuple -> the model's columns) at one commit of the watched branch."""
 
-    def __init__(self, store: VersionedStore, cfg: PipelineConfig, tables: list[Table]) -> None:
-        self.store, self.cfg, self.tables = store, cfg, tables
+    def __init__(self, store: VersionedStore, cfg: PipelineConfig, tables: list[Table], delay_ms: float = 0.0) -> None:
+        self.store, self.cfg, self.tables, self.delay_ms = store, cfg, tables, delay_ms
         self.repo = raw.raw_repo(cfg)
         self.commit = ""
         self._index: dict[str, dict[tuple, tuple]] = {}
@@ -133,6 +139,8 @@ class FeatureLookup:
                     filled.pop(k, None)
             looked += 1
             out.append(filled)
+        if looked and self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
         return out, looked
 
 
@@ -144,8 +152,21 @@ def lookup_for(cfg: PipelineConfig | None, schema: Schema, store: VersionedStore
         return None
     from mlassets.core.data.store import open_store
 
+    delay = delay_ms()
     try:
-        return FeatureLookup(store or open_store(), cfg, tables)
+        return FeatureLookup(store or open_store(), cfg, tables, delay)
     except Exception as exc:  # noqa: BLE001 - no data ingested yet: the endpoint serves full rows only
         LOG.warning("feature retrieval is off: %s", exc)
         return None
+
+
+def delay_ms() -> float:
+    """``MLASSETS_FEATURE_DELAY_MS`` (0 when unset); a ``ValueError`` naming it for a value that is no number >= 0."""
+    text = os.environ.get(DELAY_ENV, "").strip()
+    try:
+        value = float(text) if text else 0.0
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 60_000:
+        raise ValueError(f"{DELAY_ENV}: must be a number of milliseconds between 0 and 60000, got {text!r}")
+    return value

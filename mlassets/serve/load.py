@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import mlflow
 import numpy as np
 import pandas as pd
 from opentelemetry import trace
@@ -32,6 +31,7 @@ from mlassets.core.records import Record
 from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import PromotionError, PromotionLog
+from mlassets.core.tracking import connect
 from mlassets.core.train.artifact import ModelBundle
 from mlassets.core.train.outputs import served
 
@@ -74,14 +74,10 @@ class PredictionSet(Record):
     accuracy: float | None = None  # multiclass, when the rows carry the target
 
 
-def _connect(tracking_uri: str | None) -> None:
-    mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
-
-
 def load_version(name: str, version: str | int, tracking_uri: str | None = None,
                  log: PromotionLog | None = None) -> ServedModel:
     """A registered version, refused unless its record holds a passing gate or a forced promotion."""
-    _connect(tracking_uri)
+    connect(tracking_uri)
     try:
         registry.check_model(name)
         record = registry.get_version(name, version)
@@ -94,7 +90,7 @@ def load_version(name: str, version: str | int, tracking_uri: str | None = None,
 
 def load_champion(name: str, tracking_uri: str | None = None, log: PromotionLog | None = None) -> ServedModel:
     """The champion of ``name`` by the promotion log (not the alias, its projection), if it may be served."""
-    _connect(tracking_uri)
+    connect(tracking_uri)
     try:
         registry.check_model(name)
     except registry.RegistryError as exc:

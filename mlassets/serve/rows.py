@@ -128,13 +128,15 @@ class Rows:
         return Rows({c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns})
 
 
-def to_frame(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) -> pd.DataFrame:
+def to_frame(records: list[Mapping[str, Any]], schema: Schema, max_rows: int,
+             ignore_extra: bool = False) -> pd.DataFrame:
     """``to_rows`` as a DataFrame."""
-    return to_rows(records, schema, max_rows).frame()
+    return to_rows(records, schema, max_rows, ignore_extra).frame()
 
 
-def to_rows(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) -> Rows:
-    """The rows in the model's columns, or a ``BadRequest`` naming what is wrong."""
+def to_rows(records: list[Mapping[str, Any]], schema: Schema, max_rows: int, ignore_extra: bool = False) -> Rows:
+    """The rows in the model's columns, or a ``BadRequest`` naming what is wrong (every unknown column of a row at
+    once); ``ignore_extra``: columns the model does not take are dropped, as MLflow's scoring server does."""
     if not records:
         raise BadRequest(400, "the request holds no rows")
     if len(records) > max_rows:
@@ -142,11 +144,12 @@ def to_rows(records: list[Mapping[str, Any]], schema: Schema, max_rows: int) -> 
                               "(serving.max_rows)")
     wanted = set(schema.columns)
     for i, row in enumerate(records):
-        unknown = sorted(set(row) - wanted)
+        unknown = [] if ignore_extra else sorted(set(row) - wanted)
         missing = [c for c in schema.columns if c not in row]
         if unknown:
-            raise BadRequest(422, f"row {i}: unknown column {unknown[0]!r}; the model takes "
-                                  f"{', '.join(schema.columns)}")
+            named = f"column {unknown[0]!r}" if len(unknown) == 1 else f"columns {', '.join(map(repr, unknown))}"
+            raise BadRequest(422, f"row {i}: unknown {named}; the model takes {', '.join(schema.columns)} "
+                                  "(serving.ignore_extra_columns: true drops the others)")
         if missing:
             raise BadRequest(422, f"row {i}: missing column {missing[0]!r}; the model takes "
                                   f"{', '.join(schema.columns)}")

@@ -105,9 +105,9 @@ def _profiled_run(home: Path) -> None:
     import io
 
     from mlassets.core.train.job import TrainJob
-    from mlassets.core.train.process import run_training
     from mlassets.core.train.reporting import PrintReporter
     from mlassets.core.train.synthetic import tiny_config, write_splits
+    from mlassets.core.train.torch_run.process import run_training
 
     data = write_splits(home / "data", 64 * 10, 128)
     out = home / "work" / "flights" / "train" / f"{PROFILED}0123456789" / PROFILED

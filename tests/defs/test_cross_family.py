@@ -21,8 +21,8 @@ from mlassets.core.features.store import read_split
 from mlassets.core.registry import versions as registry
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.core.registry.rebuild import rebuild
-from mlassets.core.train.families.trees_common import matrix
 from mlassets.core.train.family import family_of
+from mlassets.core.train.trees.common import matrix
 from mlassets.host.instance import get_instance
 from mlassets.host.runs import ingest
 from tests.conftest import small_flights

@@ -23,7 +23,7 @@ from mlassets.core import paths
 from mlassets.core.config import CONFIGS_ENV, PipelineConfig, load_config
 from mlassets.core.fleet.config import SHIPPED, load_fleet
 from mlassets.core.fleet.spec import JobSpec
-from mlassets.core.registry.once import AGAIN_TAG
+from mlassets.core.registry.made import AGAIN_TAG
 from mlassets.defs.alerts import alerts_log
 from mlassets.defs.fleet import PREEMPTED_TAG, RESUME_TAG
 from mlassets.examples.sales import write_example

@@ -64,7 +64,7 @@ def _training_spans(instance: dg.DagsterInstance) -> tuple[list[tuple[float, flo
 def test_one_gpu_slot_never_runs_two_trainings_at_once(home: str, tmp_path: Path) -> None:
     _, config, versions = _stack(tmp_path, slots=1, months=3)
     done = _run_all(config, versions)
-    assert all(d.returncode == 0 for d in done), [d.stderr[-6000:] for d in done if d.returncode]
+    assert all(d.returncode in (0, 3) for d in done), [d.stderr[-6000:] for d in done if d.returncode]  # 3: rejected
     instance = get_instance()
     assert instance.event_log_storage.get_concurrency_info("gpu").slot_count == 1
     spans, blocked = _training_spans(instance)
@@ -76,7 +76,7 @@ def test_one_gpu_slot_never_runs_two_trainings_at_once(home: str, tmp_path: Path
 def test_two_trainings_at_once_share_the_embedded_stack_without_lock_errors(home: str, tmp_path: Path) -> None:
     _, config, versions = _stack(tmp_path, slots=2, months=2)
     done = _run_all(config, versions)
-    assert all(d.returncode == 0 for d in done), [d.stderr[-6000:] for d in done if d.returncode]
+    assert all(d.returncode in (0, 3) for d in done), [d.stderr[-6000:] for d in done if d.returncode]  # 3: rejected
     assert not [d for d in done if "database is locked" in d.stdout + d.stderr]
     spans, blocked = _training_spans(get_instance())
     assert len(spans) == 2 and blocked == 0

@@ -15,7 +15,7 @@ from dagster._core.definitions.reconstruct import ReconstructableRepository
 
 from mlassets.core import tracking
 from mlassets.core.config import PipelineConfig, load_config
-from mlassets.core.registry.once import AGAIN_TAG, RETRAIN_OF_TAG
+from mlassets.core.registry.made import AGAIN_TAG, RETRAIN_OF_TAG
 from mlassets.core.registry.promotion import PromotionLog
 from mlassets.defs.jobs import STOPPED_TAG, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys

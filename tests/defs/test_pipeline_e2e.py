@@ -54,8 +54,9 @@ def test_registry_record_holds_data_commit_and_git_sha(demo):
         run = mlflow.get_run(version.tags["mlflow_run_id"])
         assert run.data.tags["data_commit"] == row.commit
         assert run.info.status == "FINISHED"  # none left RUNNING; a rejected candidate trained fine: a verdict
-        assert run.data.tags["gate_verdict"] == ("passed" if row.decision == "pass" else "rejected: "
-                                                 + "; ".join(row.reasons))
+        assert run.data.tags["gate"] == ("passed" if row.decision == "pass" else "rejected")
+        if row.decision == "reject":  # the description's first line: the first failing rule's reason
+            assert run.data.tags["mlflow.note.content"].splitlines()[0] == f"Rejected: {row.reasons[0]}"
         inputs = run.inputs.dataset_inputs
         assert [i.dataset.digest for i in inputs] == [row.commit[:36]]  # MLflow's digest length limit
         assert {t.key: t.value for t in inputs[0].tags}["data_commit"] == row.commit
@@ -73,18 +74,25 @@ def test_broken_month_is_rejected_by_the_slice_rule_and_champion_stays(demo):
     assert all(e.passed for e in _check_evaluations(demo, broken.run_id) if e.check_name in ("schema", "min_rows"))
 
 
-def test_rejection_does_not_retry_or_rerun_training(demo):
+def test_rejection_is_an_answer_not_a_failure(demo):
     broken = demo.rows[2]
     run = demo.instance.get_run_by_id(broken.run_id)
-    assert run.status == dg.DagsterRunStatus.FAILURE  # the blocking gate check stops the run
+    assert run.status == dg.DagsterRunStatus.SUCCESS and broken.success  # nothing red after an intended rejection
+    gate = _metadata(demo, "gate_result", broken.data_version)  # the verdict on the partition's first screen
+    assert gate["verdict"].value == "rejected" and gate["reason"].value == broken.reasons[0]
+    assert gate["rule: main_metric"].value in ("passed", f"rejected: {gate['reason'].value}")
+    (check,) = [e for e in _check_evaluations(demo, broken.run_id) if e.check_name == "gate_passed"]
+    assert not check.passed and check.asset_key == dg.AssetKey(["flights", "gate_result"])
     events = [e.dagster_event for e in demo.instance.all_logs(broken.run_id) if e.dagster_event]
     starts = [e.step_key for e in events if e.event_type_value == "STEP_START"]
     assert starts.count("flights__candidate_model") == 1
     assert not [e for e in events if e.event_type_value == "STEP_UP_FOR_RETRY"]
-    assert "flights__champion" not in starts
     assert not demo.instance.get_run_records(dg.RunsFilter(tags={"dagster/parent_run_id": broken.run_id}))
-    failed = [e.step_key for e in events if e.event_type_value == "STEP_FAILURE"]
-    assert sorted(failed) == ["flights__gate_result", "flights__registered_model"]  # the version is registered
+    assert not [e for e in events if e.event_type_value == "STEP_FAILURE"]
+    assert [e.step_key for e in events if e.event_type_value == "STEP_SKIPPED"] == ["flights__predictions"]
+    materialized = {e.asset_key.to_user_string() for e in events if e.event_type_value == "ASSET_MATERIALIZATION"}
+    assert {"flights/gate_result", "flights/registered_model"} <= materialized  # the version is registered
+    assert not {"flights/champion", "flights/predictions"} & materialized
 
 
 def test_champion_scores_a_later_versions_raw_rows(demo):

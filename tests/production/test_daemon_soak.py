@@ -1,12 +1,14 @@
 """Soak and a daemon crash on PostgreSQL: Dagster's storage, the MLflow backend store and the promotion log on a real
-PostgreSQL server, a real ``dagster-daemon`` with sensors every second, and 20 data versions committed in a row.
+PostgreSQL server, a real ``dagster-daemon`` with sensors every second, and ``VERSIONS`` data versions committed in a
+row: 6 in the suite, 20 in ``make soak`` (``$MLASSETS_SOAK_VERSIONS``).
 
 The daemon is killed (SIGKILL, no shutdown) while the sensor-triggered pipeline run of an early version is in
 progress, and started again. Nothing is lost: one successful pipeline run per version (none twice, none
-missing), 20 gate decisions and their check results, the run that was in flight finished (its tree ended with
+missing), a gate decision and its check result per version, the run that was in flight finished (its tree ended with
 the daemon: the restarted daemon's run monitor failed it and its retry finished it), the sensor's cursor at the
-last commit, no lock error anywhere; and the store grows with the data (the second ten versions add about what
-the first ten did).
+last commit, no lock error anywhere; and the store grows with the data (each version adds what it changed, not a
+copy of its history). The wait for the end is for a successful run of every version: a count of finished runs
+(the crashed run's failure among them) once ended it before the last version's run was launched.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tests.daemon_wait import until
 from tests.production import postgres as pg
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
-VERSIONS, KILL_AT = 20, 3
+VERSIONS, KILL_AT = int(os.environ.get("MLASSETS_SOAK_VERSIONS", "6")), 3
 DEADLINE_S = 1500  # a limit for a slow machine; every wait returns as soon as it is met
 DAGSTER_YAML = """\
 storage:
@@ -78,6 +80,10 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
     def pipeline_runs(*statuses: dg.DagsterRunStatus) -> list[dg.DagsterRun]:
         return instance.get_runs(dg.RunsFilter(job_name="sales_pipeline", statuses=list(statuses) or None))
 
+    def succeeded() -> set[str]:
+        """The versions with a successful pipeline run (the crashed run's retry counts for its version)."""
+        return {r.tags["dagster/partition"] for r in pipeline_runs(dg.DagsterRunStatus.SUCCESS)}
+
     log, crashed = tmp_path / "daemon.log", None
     with log.open("w") as out:
         proc = daemon.start(out)
@@ -94,8 +100,8 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
         crashed = proc
         with log.open("a") as out:
             proc = daemon.start(out)
-        until(f"{VERSIONS} finished pipeline runs",
-               lambda: len(pipeline_runs(dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)) >= VERSIONS
+        until(f"a successful pipeline run of each of the {VERSIONS} versions",
+               lambda: succeeded() >= set(keys)
                and not pipeline_runs(dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED), proc, log, DEADLINE_S)
     finally:
         daemon.stop(proc)
@@ -111,7 +117,7 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
         assert retry.status == dg.DagsterRunStatus.SUCCESS and retry.root_run_id == in_flight.run_id
     registered = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(["sales", "registered_model"])), limit=100).records
-    assert sorted({r.partition_key for r in registered}) == sorted(keys)  # 20 gate decisions, each registered
+    assert sorted({r.partition_key for r in registered}) == sorted(keys)  # a gate decision per version, registered
     decided = Counter(r.tags["dagster/partition"] for r in runs for e in instance.get_records_for_run(
         r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
         if e.event_log_entry.dagster_event.event_specific_data.check_name == "gate_passed")
@@ -127,7 +133,8 @@ def test_twenty_versions_and_a_daemon_crash_on_postgres(postgres: pg.Server, tmp
           f"{sum(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)} succeeded; raw data stored "
           f"{stored / 1e6:.2f} MB = the bytes the commits changed ({changed / 1e6:.2f} MB), where a copy per version "
           f"would be {copies / 1e6:.2f} MB; whole store on disk {_size(tmp_path / 'home' / 'store') / 1e6:.1f} MB")
-    assert stored <= changed < copies / 5  # storage grows with the changed data, not with versions x history
+    # storage grows with the changed data, not with versions x history (copies / changed is about (VERSIONS + 1) / 2)
+    assert stored <= changed < copies / max(2, VERSIONS // 4)
 
 
 def _raw_bytes(store, repo: str, commits: list[str]) -> tuple[int, int, int]:

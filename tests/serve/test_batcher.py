@@ -141,3 +141,25 @@ def test_batching_settings_are_checked_at_load_naming_the_key() -> None:
         parse_config({**data, "serving": {"batch_wait_ms": -1}})
     with pytest.raises(ConfigError, match=r"serving"):
         parse_config({**data, "serving": {"max_wait": 3}})
+
+
+def test_every_variant_gets_the_configured_policy_and_waits_for_its_own_arrivals() -> None:
+    from mlassets.core.config.serving import ServingConfig
+
+    off = Batcher.of(Model(), ServingConfig(batching=False, max_batch_size=32, batch_wait_ms=7.0))
+    assert (off.max_rows, off.wait_s, off.enabled) == (32, 0.007, False)
+    model = Model()
+    batcher = Batcher.of(model, ServingConfig(max_batch_size=64, batch_wait_ms=10_000))  # the longest allowed
+
+    async def work():  # noqa: ANN202
+        arrival = batcher.admit()  # a request on its way to this batcher
+        first = asyncio.ensure_future(batcher.submit(_frame(1)))
+        await asyncio.sleep(0.05)
+        assert not first.done() and batcher.arriving == 1  # the pass waits for it
+        arrival.queued()
+        arrival.queued()  # once only
+        assert batcher.arriving == 0
+        return await asyncio.gather(first, batcher.submit(_frame(2)))
+
+    asyncio.run(_with(batcher, work))
+    assert model.passes == [[1, 2]]

@@ -16,7 +16,7 @@ from mlassets.core.diagnose import spans
 from mlassets.core.diagnose.serving_example import FAST, seed_p99_spans
 from mlassets.core.diagnose.serving_verdict import verdict
 from mlassets.core.registry import promote
-from mlassets.serve.cli import build
+from mlassets.serve.build import build
 from tests.core.registry import test_promotion as shared
 from tests.serve.server import running
 
@@ -114,7 +114,7 @@ def test_a_slow_dependency_of_a_real_endpoint_is_named(reg: Registry, tmp_path: 
 def test_an_online_tests_requests_are_told_apart_by_who_answered(tmp_path: Path) -> None:
     """Traces written by the endpoint's own spans: the canary's requests and the champion's are read apart, and
     ``diagnose --serving`` prints each one's p50/p99 beside the whole."""
-    from mlassets.serve import diagnose
+    from mlassets.cli import diagnose_serving
     from mlassets.serve.telemetry import RequestTrace
 
     spans.enable(tmp_path / "serving.jsonl")
@@ -128,6 +128,6 @@ def test_an_online_tests_requests_are_told_apart_by_who_answered(tmp_path: Path)
     canary = spans.requests(frame, spans.ENDPOINT, "canary")
     assert len(canary) == 3 and canary["model"].round(3).eq(9.0).all()
     assert len(spans.requests(frame, spans.ENDPOINT, "champion")) == 6 == len(spans.requests(frame, spans.ENDPOINT)) - 3
-    printed = diagnose.report(frame, "endpoint")
+    printed = diagnose_serving.report(frame, "endpoint")
     assert "answered by canary        9.0      9.0   (3 requests)" in printed
     assert "answered by champion      2.0      2.0   (6 requests)" in printed

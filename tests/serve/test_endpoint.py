@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from mlassets.core import paths
 from mlassets.core.diagnose import spans
 from mlassets.core.registry import promote
-from mlassets.serve.cli import build
+from mlassets.serve.build import build
 from mlassets.serve.telemetry import ROOT
 from tests.core.registry import test_promotion as shared
 
@@ -92,6 +92,8 @@ def _one(**change: object) -> list[dict]:
 
 @pytest.mark.parametrize(("rows", "status", "sentence"), [
     (_one(tail_number="N123"), 422, "row 0: unknown column 'tail_number'; the model takes carrier, origin"),
+    (_one(arr_delay=5.0, tail_number="N123", year=2013), 422,  # a whole CSV row: every extra column at once
+     "row 0: unknown columns 'arr_delay', 'tail_number', 'year'; the model takes carrier, origin"),
     (_one(distance="<drop>"), 422, "row 0: missing column 'distance'"),
     (_one(distance="far"), 422, "row 0: column 'distance' must be a number, got \"far\""),
     (_one(carrier=None), 422, "row 0: column 'carrier' may not be missing (null or NaN)"),
@@ -104,6 +106,19 @@ def test_bad_rows_get_a_4xx_naming_the_column_or_limit(client: TestClient, rows:
     answer = client.post("/predict", json={"rows": rows})
     assert answer.status_code == status, answer.text
     assert sentence in answer.json()["error"]
+
+
+def test_extra_columns_are_dropped_when_the_config_says_so(reg: Registry) -> None:
+    reg.add(True)
+    promote.promote(reg.name, "1")
+    whole = _one(arr_delay=5.0, tail_number="N123")
+    with TestClient(build(reg.name, "flights", poll=False, ignore_extra_columns=True)) as client:
+        answer = client.post("/predict", json={"rows": whole})
+        plain = client.post("/predict", json={"rows": _one()})
+        missing = client.post("/predict", json={"rows": _one(distance="<drop>", tail_number="N123")})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["predictions"] == plain.json()["predictions"]  # the extra columns changed nothing
+    assert missing.status_code == 422 and "missing column 'distance'" in missing.json()["error"]
 
 
 def test_nan_size_and_type_limits_and_the_server_keeps_serving(client: TestClient) -> None:

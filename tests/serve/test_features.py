@@ -6,6 +6,7 @@ version's weather is read when the branch moves."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import httpx
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlassets.cli.diagnose_serving import report
 from mlassets.core import paths
 from mlassets.core.config.serving import ServingConfig
 from mlassets.core.data import raw
@@ -21,9 +23,8 @@ from mlassets.core.data.store.local import LocalStore
 from mlassets.core.diagnose import spans
 from mlassets.core.registry import promote
 from mlassets.serve.app import create_app
-from mlassets.serve.cli import TRACE_FILE
-from mlassets.serve.diagnose import report
-from mlassets.serve.features import FeatureLookup, tables_for
+from mlassets.serve.build import TRACE_FILE
+from mlassets.serve.features import DELAY_ENV, FeatureLookup, lookup_for, tables_for
 from mlassets.serve.load import load_champion
 from mlassets.serve.rows import schema_of
 from mlassets.serve.swap import Champion
@@ -48,8 +49,7 @@ def _commit(store: LocalStore, weather: pd.DataFrame, month: str = "2013-01") ->
                         f"weather {month}").id
 
 
-@pytest.fixture
-def served(reg: Registry, tmp_path):  # noqa: ANN201 - (app, store)
+def _served(reg: Registry, tmp_path, kind: type[FeatureLookup] = FeatureLookup):  # noqa: ANN001, ANN202
     reg.add(True)
     promote.promote(reg.name, "1")
     store = LocalStore(tmp_path / "store")
@@ -59,9 +59,60 @@ def served(reg: Registry, tmp_path):  # noqa: ANN201 - (app, store)
     pre = model.bundle.preprocessor
     schema = schema_of(pre.categorical, pre.numeric, CFG)
     assert [t.name for t in tables_for(CFG, schema)] == ["weather"]
-    lookup = FeatureLookup(store, CFG, tables_for(CFG, schema))
+    lookup = kind(store, CFG, tables_for(CFG, schema))
     app = create_app(Champion(model), schema, ServingConfig(swap_poll_s=0.1), poll=True, lookup=lookup)
+    return app, store, schema
+
+
+@pytest.fixture
+def served(reg: Registry, tmp_path):  # noqa: ANN201 - (app, store)
+    app, store, _schema = _served(reg, tmp_path)
     return app, store
+
+
+class HeldLookup(FeatureLookup):
+    """Holds every lookup of a JFK row until ``release`` (a features store that hangs on one key)."""
+
+    holding, release = threading.Event(), threading.Event()
+
+    def fill(self, records):  # noqa: ANN001, ANN201
+        if any(r.get("origin") == "JFK" for r in records):
+            self.holding.set()
+            assert self.release.wait(60)
+        return super().fill(records)
+
+
+def test_a_slow_lookup_delays_only_its_own_request(reg: Registry, tmp_path) -> None:
+    app, _store, _schema = _served(reg, tmp_path, HeldLookup)
+    HeldLookup.holding.clear()
+    HeldLookup.release.clear()
+    answers: dict[str, httpx.Response] = {}
+    held = {**FLIGHT, "origin": "JFK", "time_hour": "2013-01-01T13:00:00Z"}
+    with running(app) as base:
+        slow = threading.Thread(target=lambda: answers.update(
+            slow=httpx.post(f"{base}/predict", json={"rows": [held]}, timeout=90)), daemon=True)
+        slow.start()
+        try:
+            assert HeldLookup.holding.wait(60), "the held lookup did not start"
+            other = httpx.post(f"{base}/predict", json={"rows": [{**FLIGHT, "time_hour": "2013-01-01T13:00:00Z"}]},
+                               timeout=30)  # its own lookup, while the JFK one hangs
+            assert other.status_code == 200, other.text
+            assert "slow" not in answers  # answered while the held request still waits on its lookup
+        finally:
+            HeldLookup.release.set()
+            slow.join(timeout=60)
+    assert answers["slow"].status_code == 200, answers["slow"].text
+
+
+def test_a_delay_for_every_lookup_is_set_from_the_environment(reg: Registry, tmp_path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    _app, store, schema = _served(reg, tmp_path)
+    monkeypatch.setenv(DELAY_ENV, "25")
+    lookup = lookup_for(CFG, schema, store)
+    assert lookup is not None and lookup.delay_ms == 25.0
+    monkeypatch.setenv(DELAY_ENV, "slow")
+    with pytest.raises(ValueError, match="MLASSETS_FEATURE_DELAY_MS: must be a number of milliseconds .* 'slow'"):
+        lookup_for(CFG, schema, store)
 
 
 def test_keys_instead_of_weather_give_the_full_rows_answer_and_a_span_the_diagnosis_reads(served) -> None:

@@ -144,7 +144,7 @@ def test_champion_asset_promotes_through_the_log_or_waits(reg: Registry) -> None
 
 
 def test_champion_asset_with_promotion_online_starts_a_canary_instead_of_promoting(reg: Registry) -> None:
-    from mlassets.core.registry import online
+    from mlassets.core.registry import online_log
 
     reg.add(True, True)
     keys = DatasetKeys.of(_config(reg))
@@ -156,7 +156,7 @@ def test_champion_asset_with_promotion_online_starts_a_canary_instead_of_promoti
     assert meta["note"].startswith("online test started: canary against v1")
     row = reg.log.entries(reg.name)[-1]
     assert (row.action, row.from_version, row.to_version) == ("canary-start", "1", "2")
-    assert online.running(reg.name).candidate == "2"
+    assert online_log.running(reg.name).candidate == "2"
 
 
 def test_predictions_asset_scores_with_the_champion_and_refuses_ungated(reg: Registry) -> None:

@@ -17,12 +17,12 @@ from mlassets.core import paths
 from mlassets.core.config.serving import OnlineConfig
 from mlassets.core.diagnose import spans
 from mlassets.core.evaluate.online_labels import PREDICTIONS, online_dir
-from mlassets.core.registry import online, promote
+from mlassets.core.registry import online_log, promote
 from mlassets.core.registry import versions as registry
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha256
-from mlassets.core.train.model import TabularMLP
-from mlassets.serve.cli import TRACE_FILE, build
+from mlassets.core.train.torch_run.mlp import TabularMLP
+from mlassets.serve.build import TRACE_FILE, build
 from tests.core.registry import test_promotion as shared
 from tests.serve.server import flow, running, until
 
@@ -79,8 +79,8 @@ def _serveuntil(reg: Registry, done, what: str, rule: OnlineConfig = RULE):  # n
 def test_a_canary_that_meets_the_rule_is_promoted_and_the_endpoint_follows(reg: Registry) -> None:
     reg.add(True, True)
     promote.promote(reg.name, "1")
-    started = online.start(reg.name, "2", "canary", who="tester")
-    assert registry.alias_version(reg.name, online.CANDIDATE).version == 2
+    started = online_log.start(reg.name, "2", "canary", who="tester")
+    assert registry.alias_version(reg.name, online_log.CANDIDATE).version == 2
     assert promote.live_version(reg.name) == "1"  # a started test moves nothing
     versions, during, metrics = _serveuntil(reg, lambda app: app.state.champion.current.version == "2",
                                             "the promotion and the swap")
@@ -93,7 +93,7 @@ def test_a_canary_that_meets_the_rule_is_promoted_and_the_endpoint_follows(reg: 
     first_two = versions.index("2")
     assert "1" in versions[first_two:]  # the canary answered its share while v1 was champion ...
     assert versions[-8:] == ["2"] * 8  # ... and after the promotion the endpoint serves v2 alone
-    assert 'variant="canary"' in metrics and registry.alias_version(reg.name, online.CANDIDATE) is None
+    assert 'variant="canary"' in metrics and registry.alias_version(reg.name, online_log.CANDIDATE) is None
     assert {"champion", "canary"} <= {s["attributes"].get("variant") for s in _roots(spans.ENDPOINT)}
 
 
@@ -108,15 +108,15 @@ def test_a_shifted_canary_is_rolled_back_and_the_champion_stays(
     reg.add(True)
     bad = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
     promote.promote(reg.name, "1")
-    online.start(reg.name, bad, "canary")
+    online_log.start(reg.name, bad, "canary")
     versions, _during, _metrics = _serveuntil(
-        reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK and app.state.online.running is None,
+        reg, lambda app: _actions(reg)[-1][0] == online_log.ROLLED_BACK and app.state.online.running is None,
         "the rollback")
     assert _actions(reg) == [("promote", "1"), ("canary-start", bad), ("online-rollback", bad)]
     reason = reg.log.entries(reg.name)[-1].reason
     assert reason.startswith("online test failed after ") and "prediction shift" in reason
     assert promote.live_version(reg.name) == "1" and bad in versions and versions[-8:] == ["1"] * 8
-    assert online.running(reg.name) is None and not reg.log.verify(reg.name)
+    assert online_log.running(reg.name) is None and not reg.log.verify(reg.name)
 
 
 def test_a_shadow_scores_every_request_but_never_answers(
@@ -125,9 +125,9 @@ def test_a_shadow_scores_every_request_but_never_answers(
     reg.add(True)
     shadow = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
     promote.promote(reg.name, "1")
-    seq = online.start(reg.name, shadow, "shadow").seq
+    seq = online_log.start(reg.name, shadow, "shadow").seq
     versions, _during, metrics = _serveuntil(
-        reg, lambda app: _actions(reg)[-1][0] == online.ROLLED_BACK, "the shadow's rollback",
+        reg, lambda app: _actions(reg)[-1][0] == online_log.ROLLED_BACK, "the shadow's rollback",
         dataclasses.replace(RULE, label_key=["carrier", "origin"]))
     assert set(versions) == {"1"}  # the shadow never answered
     recorded = [json.loads(line) for line in (online_dir(reg.name, seq) / PREDICTIONS).read_text().splitlines()]
@@ -145,7 +145,7 @@ def test_a_candidate_that_fails_the_load_checks_is_rolled_back_with_the_reason(r
     reg.add(True)
     promote.promote(reg.name, "1")
     bad = str(registry.register(reg.name, reg.uri, shared.record(True)).version)  # weights its model does not have
-    online.start(reg.name, bad, "canary")
+    online_log.start(reg.name, bad, "canary")
     app = build(reg.name, "flights", poll=False, online=RULE)
     assert app.state.online.poll() == "refused"
     assert _actions(reg)[-1] == ("online-rollback", bad)
@@ -155,17 +155,42 @@ def test_a_candidate_that_fails_the_load_checks_is_rolled_back_with_the_reason(r
 
 def test_start_refuses_without_a_champion_twice_or_for_the_champion(reg: Registry) -> None:
     reg.add(True, True, True)
-    with pytest.raises(online.PromotionError, match="no champion to test v2 against"):
-        online.start(reg.name, "2")
+    with pytest.raises(online_log.PromotionError, match="no champion to test v2 against"):
+        online_log.start(reg.name, "2")
     promote.promote(reg.name, "1")
-    with pytest.raises(online.PromotionError, match="already the champion"):
-        online.start(reg.name, "1")
-    online.start(reg.name, "2", "shadow")
-    with pytest.raises(online.PromotionError, match="already has an online test running: v2 \\(shadow"):
-        online.start(reg.name, "3")
+    with pytest.raises(online_log.PromotionError, match="already the champion"):
+        online_log.start(reg.name, "1")
+    online_log.start(reg.name, "2", "shadow")
+    with pytest.raises(online_log.PromotionError, match="already has an online test running: v2 \\(shadow"):
+        online_log.start(reg.name, "3")
     assert _actions(reg) == [("promote", "1"), ("shadow-start", "2")]
     promote.promote(reg.name, "3")  # a promotion by hand ends the test: it compared against v1
-    assert online.running(reg.name) is None
+    assert online_log.running(reg.name) is None
+
+
+def test_the_canary_is_batched_as_the_champion_is_and_every_arrival_is_closed(reg: Registry) -> None:
+    reg.add(True, True)
+    promote.promote(reg.name, "1")
+    online_log.start(reg.name, "2", "canary")
+    app = build(reg.name, "flights", swap_poll_s=0.1, online=dataclasses.replace(RULE, share=0.5, auto_decide=False),
+                batching=False, max_batch_size=32, batch_wait_ms=7.0)
+    seen: list[tuple[int, str]] = []
+    stop = threading.Event()
+    with running(app) as base:
+        until(lambda: app.state.online.running is not None, "the test to start")
+        run = app.state.online.running
+        threads = flow(base, stop, seen, ROWS, clients=3)
+        try:
+            until(lambda: run.stats["candidate"].requests >= 6 and run.stats["champion"].requests >= 6,
+                  "requests answered by both")
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+        policy = [(b.max_rows, b.wait_s, b.enabled) for b in (app.state.batcher, run.batcher)]
+        assert policy == [(32, 0.007, False)] * 2  # batching off for the canary too, the same window
+        assert (app.state.batcher.arriving, run.batcher.arriving) == (0, 0)  # every admitted request was queued
+    assert all(status == 200 for status, _ in seen) and {"1", "2"} <= {v for _, v in seen}
 
 
 def test_the_cli_starts_shows_and_rolls_back_a_test_by_hand(reg: Registry, capsys: pytest.CaptureFixture) -> None:

@@ -17,9 +17,9 @@ from mlassets.core.config import shipped_configs
 from mlassets.core.diagnose import spans
 from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.online_labels import LABELLED, LABELS, PREDICTIONS, online_dir
-from mlassets.core.registry import online, promote
+from mlassets.core.registry import online_log, promote
 from mlassets.core.registry import versions as registry
-from mlassets.serve.cli import build
+from mlassets.serve.build import build
 from mlassets.serve.recorder import Recorder
 from mlassets.serve.rows import schema_of, to_frame
 from tests.core.registry import test_promotion as shared
@@ -57,8 +57,8 @@ def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothi
         reg: Registry, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     reg.add(True, True)
     promote.promote(reg.name, "1")
-    online.start(reg.name, "2", "canary")
-    test = online.running(reg.name)
+    online_log.start(reg.name, "2", "canary")
+    test = online_log.running(reg.name)
     config = _config(tmp_path, reg.name, label_key=KEY, min_labelled=5)
     rows = shared.flights_rows(40, seed=5)
     assert not rows.duplicated(KEY).any()
@@ -78,8 +78,12 @@ def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothi
     mae = get_metric("mae")
     champion_mae = float(np.mean(np.abs(predicted[:30] - rows["arr_delay"][:30])))
     canary_mae = float(np.mean(np.abs(predicted[30:35] - rows["arr_delay"][30:35])))
-    assert written["variants"]["champion"] == {"labelled": 30, "value": pytest.approx(champion_mae)}
-    assert written["variants"]["candidate"] == {"labelled": 5, "value": pytest.approx(canary_mae)}
+    champion_rows = np.abs(predicted[:30] - rows["arr_delay"][:30])
+    assert written["variants"]["champion"] == {"labelled": 30, "value": pytest.approx(champion_mae), "sums":
+                                               pytest.approx([30, champion_rows.sum(), (champion_rows**2).sum()])}
+    assert written["variants"]["candidate"]["labelled"] == 5
+    assert written["variants"]["candidate"]["value"] == pytest.approx(canary_mae)
+    assert "paired" not in written  # a canary's rows are its own: judged as two samples
     assert f"36 labels from labels.csv, 35 on rows the endpoint recorded for v2 (canary against v1, seq {test.seq})" \
         in out
     assert [line.split()[:2] for line in out.splitlines() if line.startswith(("champion", "canary"))] == \
@@ -106,12 +110,13 @@ def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothi
     code, out, _ = _labels(capsys, reg.name, tmp_path / "later.parquet", config)
     assert code == 0 and "41 labels kept for the test" in out
     written = json.loads((folder / LABELLED).read_text())
-    assert written["variants"]["candidate"] == {
-        "labelled": 10, "value": pytest.approx(float(np.mean(np.abs(predicted[30:] - rows["arr_delay"][30:]))))}
+    assert written["variants"]["candidate"]["labelled"] == 10
+    assert written["variants"]["candidate"]["value"] == pytest.approx(
+        float(np.mean(np.abs(predicted[30:] - rows["arr_delay"][30:]))))
 
     code, _, err = _labels(capsys, reg.name, csv, _config(tmp_path, reg.name))
     assert code == 2 and "serving.online.label_key is not set" in err
-    online.roll_back(reg.name, test, "done")
+    online_log.roll_back(reg.name, test, "done")
     code, _, err = _labels(capsys, reg.name, csv, config)
     assert code == 2 and "has no online test running" in err
 
@@ -123,8 +128,8 @@ def test_a_canary_that_labels_show_worse_is_rolled_back_with_the_metric_in_the_r
     reg.add(True)
     bad = str(registry.register(reg.name, uri, shared.record(True, weights)).version)
     promote.promote(reg.name, "1")
-    online.start(reg.name, bad, "canary")
-    test = online.running(reg.name)
+    online_log.start(reg.name, bad, "canary")
+    test = online_log.running(reg.name)
     config = _config(tmp_path, reg.name, label_key=KEY, share=0.5, min_requests=6, min_labelled=8,
                      require_labels=True, max_latency_ratio=1000.0, max_prediction_shift=1.0e9)
     app = build(reg.name, config, swap_poll_s=0.1)
@@ -141,7 +146,7 @@ def test_a_canary_that_labels_show_worse_is_rolled_back_with_the_metric_in_the_r
             assert _actions(reg)[-1] == ("canary-start", bad)  # the shift alone would not roll it back
             code, out, err = _labels(capsys, reg.name, tmp_path / "delays.csv", config)
             assert code == 0, err
-            until(lambda: _actions(reg)[-1][0] == online.ROLLED_BACK, "the rollback")
+            until(lambda: _actions(reg)[-1][0] == online_log.ROLLED_BACK, "the rollback")
         finally:
             stop.set()
             thread.join(timeout=60)

@@ -12,7 +12,7 @@ import pytest
 
 from mlassets.core.registry import promote
 from mlassets.core.registry import versions as registry
-from mlassets.serve.cli import build
+from mlassets.serve.build import build
 from tests.core.registry import test_promotion as shared
 from tests.serve.server import flow, running, until
 

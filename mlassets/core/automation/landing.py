@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlassets.core.config.rules import check_key
+from mlassets.core.config.checks import check_key
 
 SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 IN_PROGRESS = (".tmp", ".part", ".partial", ".crdownload")

@@ -1,10 +1,9 @@
-"""The pipeline config: typed sections (``schema``), every cross-field rule (``rules``), YAML reading (``load``).
+"""The pipeline config: typed sections (``schema``), every cross-field rule (``checks``), YAML reading (``load``).
 
 A dataset is one YAML file; ``load_config`` reads it strictly (unknown keys, wrong types and every broken rule
 fail at load, naming the key path and the value), so nothing is found wrong after an asset has run.
 """
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.load import (
     CONFIG_DIR,
     CONFIGS_ENV,
@@ -32,6 +31,7 @@ from mlassets.core.config.schema import (
     TuningConfig,
     canonical_hash,
 )
+from mlassets.core.config.typed import ConfigError
 
 __all__ = [
     "AutomationConfig", "MonitoringConfig", "TuningConfig",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import zoneinfo
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError
 
 _CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
                 ("day of week", 0, 7))

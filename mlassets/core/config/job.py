@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.typed import ConfigError
 
 NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # a Kubernetes label value and a Dagster tag value
 CAPACITIES = ("spot", "on-demand", "spot-first")

@@ -14,13 +14,13 @@ from typing import Any
 import yaml
 
 from mlassets.core import paths
-from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.automation import tuned_params
+from mlassets.core.config.checks import TASK_METRICS, check
 from mlassets.core.config.model import plugin_kind
 from mlassets.core.config.plugin_source import check_plugin_source
 from mlassets.core.config.resources import check_resources
-from mlassets.core.config.rules import TASK_METRICS, check
 from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError, build
 from mlassets.core.config.yaml_limits import check_size, load_yaml
 
 

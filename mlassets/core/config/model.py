@@ -10,14 +10,14 @@ import math
 import re
 from typing import Any
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError
 
 _MODULE_PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _FILE_PLUGIN = re.compile(r"^[^:]+\.py:[A-Za-z_]\w*$")
 TREES = ("lightgbm", "xgboost")
 # name -> (type, low, high, default); bounds inclusive. One table for both tree families: the platform maps each
-# name onto LightGBM's and XGBoost's own (see mlassets.core.train.families.gbdt).
+# name onto LightGBM's and XGBoost's own (see mlassets.core.train.trees.gbdt).
 TREE_PARAMS: dict[str, tuple[type, float, float, Any]] = {
     "rounds": (int, 1, 100_000, 500),  # boosting rounds at most (early stopping may end sooner)
     "early_stopping_rounds": (int, 0, 100_000, 50),  # 0: never stop early

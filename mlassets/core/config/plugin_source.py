@@ -8,8 +8,8 @@ import ast
 import importlib.util
 from pathlib import Path
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.model import plugin_kind
+from mlassets.core.config.typed import ConfigError
 
 
 def _find(module: str) -> importlib.machinery.ModuleSpec | None:

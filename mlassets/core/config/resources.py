@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlassets.core import settings
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError
 
 NODE_ENV = "MLASSETS_TRAINING_NODE"
 _NVIDIA = Path("/proc/driver/nvidia/gpus")

@@ -1,4 +1,4 @@
-"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``rules`` checks it.
+"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``checks`` checks it.
 
 Each field's meaning is the string right below it (an attribute docstring): ``python -m mlassets.cli.reference``
 renders every key, its type, its default and that meaning into ``docs/reference/config.md``.
@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mlassets.core.config._typed import ConfigError
 from mlassets.core.config.job import FleetJobConfig
 from mlassets.core.config.lifecycle import AutomationConfig as AutomationConfig
 from mlassets.core.config.lifecycle import GateConfig as GateConfig
@@ -22,6 +21,7 @@ from mlassets.core.config.serving import ServingConfig
 from mlassets.core.config.training import FaultConfig as FaultConfig
 from mlassets.core.config.training import ProfileConfig as ProfileConfig
 from mlassets.core.config.training import TrainingConfig as TrainingConfig
+from mlassets.core.config.typed import ConfigError
 
 MISSING_VALUES = ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A")  # read as missing
 
@@ -84,7 +84,8 @@ class PartitionsConfig:
 
     pattern: str = "any"
     """What a partition key looks like: `YYYY-MM`, `YYYY`, `YYYY-Www` (ISO week), `YYYY-MM-DD`, `any`, or a regular
-    expression."""
+    expression. The first four are periods: a partition's rows must lie in its period (by `time_column`, a day of
+    slack for time zones) and hold no key of another partition, or the ingest is refused naming the dates seen."""
     keys: list[str | int] = field(default_factory=list)
     """The keys `mlassets demo` plays, in order (ingest takes any key that fits the pattern); bare years
     (`[2009, 2010]`) are keys too."""

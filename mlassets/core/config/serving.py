@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from mlassets.core.config._typed import ConfigError
-
-if TYPE_CHECKING:
-    from mlassets.core.config.schema import PipelineConfig
+from mlassets.core.config.typed import ConfigError
 
 
 @dataclass(frozen=True)
@@ -29,7 +26,11 @@ class OnlineConfig:
     """The candidate's failed passes over its requests, at most (a failed canary pass is answered by the
     champion)."""
     max_prediction_shift: float = 0.25
-    """|mean difference| / the champion's std, at most (multiclass: the distance of the label shares)."""
+    """|mean difference| / the champion's std, at most (multiclass: the distance of the label shares); the candidate
+    is rolled back only when the shift's always-valid lower bound is over it."""
+    confidence: float = 0.95
+    """The confidence of the always-valid intervals (`mlassets/core/evaluate/sequential.py`) on the labelled metric's
+    difference and on the prediction shift (at least 0.5, under 1)."""
     auto_decide: bool = True
     """The endpoint decides by itself once `min_requests` is reached; false: `mlassets online promote` or
     `rollback` decides."""
@@ -37,7 +38,8 @@ class OnlineConfig:
     """Input columns (of `features.categorical`/`numeric`) that labels arriving later join on; set, the endpoint
     records every scored row of the test for `mlassets online labels`; `[]`: labels off."""
     min_labelled: int = 100
-    """Labelled rows of each variant before the metric is part of the rule."""
+    """Labelled rows of each variant the metric's interval is planned for: the rule states the regression it detects
+    there with 95 % power (a clear regression rolls back earlier)."""
     max_metric_regression: float | None = None
     """The candidate's `gate.main_metric` on labelled rows at most this much worse than the champion's (relative);
     unset: `gate.tolerance`."""
@@ -55,6 +57,9 @@ class OnlineConfig:
                 raise ConfigError(f"serving.online.{name}: must be > 0, got {getattr(self, name)}")
         if not 0 <= self.max_error_rate <= 1:
             raise ConfigError(f"serving.online.max_error_rate: must be between 0 and 1, got {self.max_error_rate}")
+        if not 0.5 <= self.confidence < 1:
+            raise ConfigError(f"serving.online.confidence: must be at least 0.5 and under 1 (e.g. 0.95), got "
+                              f"{self.confidence!r}")
         if self.min_labelled < 1:
             raise ConfigError(f"serving.online.min_labelled: must be >= 1, got {self.min_labelled}")
         if self.max_metric_regression is not None and self.max_metric_regression < 0:
@@ -81,6 +86,9 @@ class ServingConfig:
     """Rows of one request (more: a 413 naming the limit)."""
     max_body_bytes: int = 1_048_576
     """Size of one request body (more: a 413 naming the limit)."""
+    ignore_extra_columns: bool = False
+    """Drop columns the model does not take (a whole CSV row, say) and score the rest; false: such a request is a
+    422 naming the columns."""
     swap_poll_s: float = 2.0
     """How often the endpoint reads the promotion log for a new champion."""
     downstream_url: str = ""
@@ -116,11 +124,11 @@ class ServingConfig:
                               f"{self.downstream_url!r}")
 
 
-def check_serving(cfg: PipelineConfig) -> None:
-    """``serving.online.label_key`` names columns the model takes: the endpoint records only those of a row."""
-    inputs = [*cfg.features.categorical, *cfg.features.numeric]
-    for column in cfg.serving.online.label_key:
+def check_serving(serving: ServingConfig, inputs: list[str]) -> None:
+    """``serving.online.label_key`` names columns the model takes (``inputs``, the features): the endpoint records
+    only those of a row."""
+    for column in serving.online.label_key:
         if column not in inputs:
             raise ConfigError(f"serving.online.label_key: {column!r} is not one of the model's input columns "
                               f"(features.categorical and features.numeric: {', '.join(inputs)}); got "
-                              f"{cfg.serving.online.label_key!r}")
+                              f"{serving.online.label_key!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.typed import ConfigError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from mlassets.core.config._typed import ConfigError
+from mlassets.core.config.typed import ConfigError
 
 MAX_BYTES = 1 << 20  # a config is a few kilobytes; a megabyte leaves room for long partition lists
 MAX_VALUES = 100_000  # scalars and collections after every alias is expanded

@@ -35,8 +35,9 @@ def _canonical(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(exprs)
 
 
-def key_hashes(frame: pl.DataFrame | pd.DataFrame, key: list[str]) -> np.ndarray:
-    """64-bit hashes of each row's key (uint64, in row order); equal keys hash equal in every batch."""
+def canonical_keys(frame: pl.DataFrame | pd.DataFrame, key: list[str]) -> pl.DataFrame:
+    """The ``key`` columns as the schema coerces them (numbers as float64, text, UTC times): equal keys are equal
+    rows in every batch and every partition."""
     import polars as pl
 
     if not isinstance(frame, pl.DataFrame):
@@ -45,7 +46,12 @@ def key_hashes(frame: pl.DataFrame | pd.DataFrame, key: list[str]) -> np.ndarray
             frame = pl.from_pandas(part)
         except (TypeError, ValueError, pl.exceptions.PolarsError):  # mixed objects: a column that failed coercion
             frame = pl.from_pandas(part.astype({c: str for c in key if part[c].dtype == object}))
-    return _canonical(frame.select(key)).hash_rows(seed=0).to_numpy()
+    return _canonical(frame.select(key))
+
+
+def key_hashes(frame: pl.DataFrame | pd.DataFrame, key: list[str]) -> np.ndarray:
+    """64-bit hashes of each row's key (uint64, in row order); equal keys hash equal in every batch."""
+    return canonical_keys(frame, key).hash_rows(seed=0).to_numpy()
 
 
 def _repeated(hashes: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.config.rules import check_key
+from mlassets.core.config.checks import check_key
 from mlassets.core.data.parquet import from_parquet_bytes, read_parquet_file
 from mlassets.core.data.sources import get_source
 from mlassets.core.data.sources.files import FilesSource

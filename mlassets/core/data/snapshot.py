@@ -71,7 +71,9 @@ def read_summaries(store: VersionedStore, cfg: PipelineConfig, ref: str,
 def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[str, dict[str, str]]) -> CheckOutcome:
     """Every table of the partitions in ``objects`` against its schema; a declared table missing, or a table
     nobody declared, fails (a delivery never inherits a stale table, and nothing unvalidated lands). Each table's
-    objects are scanned in budget-sized batches, as one table (``validate.scan_objects``)."""
+    objects are scanned in budget-sized batches, as one table (``validate.scan_objects``); partitions that are time
+    periods hold only their period's rows and no key of another partition (``periods``)."""
+    from mlassets.core.data.periods import check_keys_across, check_periods
     from mlassets.core.data.schema import main_columns, merge_outcomes, table_rules, target_hint
     from mlassets.core.data.validate import scan_objects
 
@@ -96,6 +98,12 @@ def _schema(store: VersionedStore, cfg: PipelineConfig, ref: str, objects: dict[
         if paths[name]:
             outcomes.append(scan_objects(store, repo, ref, paths[name], table_rules(spec.columns, spec.key, name),
                                          budget))
+    new = {k: t[main] for k, t in objects.items() if main in t}
+    others = {k: t[main] for k, t in partition_objects(store, cfg, ref).items() if main in t and k not in new}
+    for found in (check_periods(store, cfg.dataset, repo, ref, new, budget),
+                  check_keys_across(store, cfg.dataset, repo, ref, new, others, budget)):
+        if found is not None:
+            outcomes.append(found)
     return merge_outcomes(outcomes)
 
 

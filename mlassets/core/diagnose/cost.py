@@ -1,6 +1,6 @@
 """What more GPUs cost: efficiency per doubling, projected speed-up, hours, GPU-hours and money.
 
-The source's model: speed-up = GPUs x efficiency^log2(GPUs). ``SOURCE_PRESET`` reproduces its DDP cost table
+The model: speed-up = GPUs x efficiency^log2(GPUs). ``SOURCE_PRESET`` reproduces a worked DDP cost table
 (0.85 per doubling, a 24-hour single-GPU job, 250 rupees per GPU-hour). Spot capacity is cheaper but
 preempted: each preemption costs the restart and, on average, half a checkpoint interval of lost work, and
 every checkpoint stalls training for the measured stall.

@@ -1,5 +1,5 @@
-"""The source's worked examples, and a user's own numbers, as synthetic step telemetry (seconds, as the training
-process records it), so the same diagnosis that reads a recorded run reads them:
+"""Two worked examples (``mlassets diagnose --example``), and a user's own numbers, as synthetic step telemetry
+(seconds, as the training process records it), so the same diagnosis that reads a recorded run reads them:
 
 - input: "a step takes 300 ms total and 180 ms of that is waiting for data";
 - straggler: "most workers take 180 ms per step but one takes 420 ms and spends 250 ms waiting on input". The

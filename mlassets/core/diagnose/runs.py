@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlassets.core.train.outcome import RESULT
+
 
 @dataclass(frozen=True)
 class RunDir:
@@ -30,7 +32,7 @@ class RunDir:
 
 def telemetry_of(run: Path) -> Path:
     """The telemetry folder of a run directory (``result.json``'s ``telemetry_dir``, else ``telemetry/``)."""
-    result = run / "result.json"
+    result = run / RESULT
     if result.is_file():
         try:
             recorded = json.loads(result.read_text()).get("telemetry_dir")
@@ -50,7 +52,7 @@ def list_runs(home: Path) -> list[RunDir]:
         run = telemetry.parent
         dataset, version, key = run.parts[-4], run.parts[-2], run.parts[-1]
         mtime = max(p.stat().st_mtime for p in telemetry.glob("rank*.parquet"))
-        runs.append(RunDir(run, telemetry_of(run), dataset, version, key, (run / "result.json").is_file(), mtime))
+        runs.append(RunDir(run, telemetry_of(run), dataset, version, key, (run / RESULT).is_file(), mtime))
     return sorted(runs, key=lambda r: r.mtime, reverse=True)
 
 

@@ -1,13 +1,12 @@
 """Measure how training scales on this machine: short runs at 1..N ranks -> efficiency per doubling.
 
-Strong scaling, as in the source's table: the same global batch at every rank count, so N ranks share each
+Strong scaling, as in ``cost.SOURCE_PRESET``'s table: the same global batch at every rank count, so N ranks share each
 step's work. Also measured: the stall of one checkpoint and the restart cost (process start-up, data load,
 process-group join), the inputs of the spot-versus-on-demand comparison.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 from mlassets.core.diagnose.cost import fit_efficiency
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.synthetic import tiny_config, write_splits
 
 CHECKPOINT_EVERY = 4
@@ -73,8 +73,9 @@ def measure(work: Path, model: dict[str, Any], batch_size: int, max_ranks: int =
         wall = _run(job, n, threads)
         step_s, stall, steps = _telemetry(out)
         throughput[n] = batch_size / step_s
-        result = json.loads((out / "result.json").read_text())
-        restart = wall - float(result.get("loop_seconds", 0.0)) - float(result.get("validation_seconds", 0.0))
+        ended = read_outcome(out)
+        result = ended.result if ended is not None else None
+        restart = wall - (result.loop_seconds + result.validation_seconds if result is not None else 0.0)
     return {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), {threads} thread(s) per rank",

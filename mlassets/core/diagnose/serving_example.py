@@ -1,10 +1,11 @@
-"""The source's worked example of a slow p99 as endpoint spans, read by the same diagnosis as recorded ones:
+"""A worked example of a slow p99 (``mlassets diagnose --serving-example``) as endpoint spans, read by the
+same diagnosis as recorded ones:
 
 "If median requests are 80 ms and p99 is now 160 ms, I might find: feature retrieval 15 ms, preprocessing 10 ms,
 batch queue 55 ms, model execution 20 ms, downstream call 45 ms. That tells me the issue is batching or a
 dependency, not the model itself."
 
-The source gives the slow request's spans; the median ones here spend the same on features, preprocessing and the
+The example gives the slow request's spans; the median ones here spend the same on features, preprocessing and the
 model, and less in the queue and on the dependency (the rest of 80 ms).
 """
 
@@ -26,7 +27,7 @@ FAST = {"feature_retrieval": 15.0, "preprocessing": 10.0, "batch_queue": 12.0, "
 def seed_p99_spans(requests: int = 200, slow_every: int = 50, slow: dict[str, float] | None = None,
                    fast: dict[str, float] | None = None, outside_ms: float = 0.0) -> pd.DataFrame:
     """Spans (``spans.read_spans`` columns) of ``requests`` endpoint requests, every ``slow_every``-th slow (the
-    source's by default; ``outside_ms``: time of a slow request outside every span)."""
+    example's by default; ``outside_ms``: time of a slow request outside every span)."""
     rows = []
     for i in range(requests):
         is_slow = i % slow_every == slow_every - 1

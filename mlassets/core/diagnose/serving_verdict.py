@@ -1,11 +1,11 @@
-"""Why an endpoint's p99 is slow, in the source's terms: batching, a dependency, feature retrieval, the model, or
+"""Why an endpoint's p99 is slow, named as one of five causes: batching, a dependency, feature retrieval, the model, or
 the host, from its per-request spans.
 
-The source's method: take the slow requests (p99 and above), compare their spans with fast ones (p50 and below)
+The method: take the slow requests (p99 and above), compare their spans with fast ones (p50 and below)
 and say where the extra time accumulates. The stage that gains the most is the cause; a second one gaining at
 least half as much is named with it ("batching or a dependency"). Time outside every span, or in the service's own
 pre/post-processing, is the host's (CPU contention, the event loop). The model is cleared by name when it is not
-the cause: the source's point is that a slow p99 is often not the model.
+the cause: a slow p99 is often not the model.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ LABELS = {"feature_retrieval": "feature retrieval", "preprocessing": "preprocess
 
 @dataclass(frozen=True)
 class ServingVerdict:
-    causes: list[str]  # in the source's terms, the larger first
+    causes: list[str]  # the five causes' names, the larger first
     p50_ms: float
     p99_ms: float
     slow: pd.Series  # mean ms per stage of the slow requests

@@ -2,7 +2,7 @@
 
 Code is instrumented with the OpenTelemetry API only (``trace.get_tracer``), a no-op until ``enable`` installs
 the SDK with an exporter that appends finished spans as JSON lines to a file the dashboard reads. The
-source's method: take the slow requests (p99 and above), compare their stage times with fast ones (p50 and
+method: take the slow requests (p99 and above), compare their stage times with fast ones (p50 and
 below), and say which stage the extra time goes to and whether it is waiting or computing.
 """
 

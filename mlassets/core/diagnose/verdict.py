@@ -1,7 +1,7 @@
 """Why is training slow, and which rank lags: verdicts in words with the numbers behind them.
 
 Every threshold is a ratio (a share of the step, one rank against the others), so a verdict does not depend
-on how fast the machine is. The source's method: split the step into data wait, compute and communication;
+on how fast the machine is. The method: split the step into data wait, compute and communication;
 low GPU utilization points at the input path or the host, high utilization with slow steps at sync.
 """
 
@@ -144,7 +144,7 @@ def bottleneck(summary: pd.DataFrame) -> Verdict:
 
 
 def gpu_notes(rows: pd.DataFrame, kind: str) -> list[str]:
-    """The source's rule of thumb on GPU utilization, where it was recorded."""
+    """The rule of thumb on GPU utilization, where it was recorded."""
     util = rows["gpu_util"].to_numpy(np.float64)
     if np.isnan(util).all():
         return []

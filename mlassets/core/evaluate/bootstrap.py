@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 GROUPS = 1000
 _CHUNK_ELEMENTS = 2_000_000  # elements of one row-bootstrap index chunk (resamples x rows)
-_GROUP_STREAM, _WEIGHT_STREAM = 0x6752, 0x7774  # seed streams of the group assignment and the weights
+GROUP_STREAM, _WEIGHT_STREAM = 0x6752, 0x7774  # seed streams of the group assignment and the weights
 
 
 def _ratio_change(num: np.ndarray, den: np.ndarray, root: bool) -> np.ndarray:
@@ -69,7 +69,7 @@ class GroupBootstrap:
         import numpy as np
 
         self.groups, self.samples = int(groups), int(samples)
-        self.row_group = np.random.default_rng([seed, _GROUP_STREAM]).integers(0, groups, n_rows)
+        self.row_group = np.random.default_rng([seed, GROUP_STREAM]).integers(0, groups, n_rows)
         draws = np.random.default_rng([seed, _WEIGHT_STREAM]).integers(0, groups, (samples, groups))
         draws += np.arange(samples)[:, None] * groups
         # weights[b, g]: how often resample b drew group g (each row sums to ``groups``)

@@ -32,8 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlassets.core.config import GateConfig
-from mlassets.core.evaluate.record import Evaluation
-from mlassets.core.evaluate.rules import (
+from mlassets.core.evaluate.gate_rules import (
     RuleResult,
     UnjudgedSlice,
     budget_rules,
@@ -43,6 +42,7 @@ from mlassets.core.evaluate.rules import (
     summarize_unjudged,
     unjudged_rule,
 )
+from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.records import Record
 
 __all__ = ["GateResult", "RuleResult", "UnjudgedSlice", "evaluate_gate"]

@@ -11,6 +11,10 @@ interval over rounds (``latency_change``), and the absolute budget reads the can
 A p99 of a few hundred calls is shown, never gated: it measures the neighbours on the CPU as much as the model.
 Models are timed at a fixed torch thread count (``torch_threads``; the pipeline's ``training.threads``): with
 more threads than free cores, a wide layer's thread pool waits on the neighbours and a small one's does not.
+
+When the host is so loaded that wall time says more about the neighbours than about the models, nothing is judged:
+``on_cpu`` measures the share of the timed window this process spent on a CPU (its CPU time, all threads, over the
+wall time), and below ``LOADED_CPU_SHARE`` the gate's latency rules are unjudged (they pass, saying why).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pandas as pd
 
 Predict = Callable[[pd.DataFrame], np.ndarray]
 ROUNDS, CALLS = 15, 8  # single-row calls per model: ROUNDS x CALLS
+LOADED_CPU_SHARE = 0.5  # on a CPU less than half the timed wall time: the host's load, not the model, set it
 
 
 @contextlib.contextmanager
@@ -37,6 +42,28 @@ def torch_threads(threads: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def on_cpu() -> Iterator[list[float]]:
+    """Yields a list that holds, once the block ends, the CPU seconds of this process (every thread) over the
+    block's wall seconds: about 1 (or more, with several threads busy) on a host with a core to spare, low when the
+    process waited for a CPU (or, as a model that sleeps, for nothing on a CPU)."""
+    share: list[float] = []
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield share
+    finally:
+        elapsed = time.perf_counter() - wall
+        share.append((time.process_time() - cpu) / elapsed if elapsed > 0 else 1.0)
+
+
+def loaded_host(share: float | None) -> str:
+    """Why latency timed at ``share`` (``on_cpu``) is not judged: the host's load set it; ``""`` when it may be."""
+    if share is None or float(share) >= LOADED_CPU_SHARE:
+        return ""
+    return (f"unjudged: this process was on a CPU {float(share) * 100:.0f}% of the wall time it timed the calls, "
+            f"under {LOADED_CPU_SHARE * 100:g}%, so the host's load set the latency")
 
 
 def _timed(predict: Predict, frame: pd.DataFrame) -> float:

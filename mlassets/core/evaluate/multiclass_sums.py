@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate import multiclass as mc
-from mlassets.core.evaluate.bootstrap import _GROUP_STREAM, GROUPS, GroupBootstrap
+from mlassets.core.evaluate.bootstrap import GROUP_STREAM, GROUPS, GroupBootstrap
 from mlassets.core.evaluate.derived import naive_class_rows, naive_shares
 from mlassets.core.evaluate.multiclass_counts import ClassSums, LabelIds, SliceConfusion, on_sorted
 from mlassets.core.evaluate.multiclass_record import ROW_METRICS, class_rows
@@ -58,7 +58,7 @@ class MulticlassSums:
         self.columns = [(SliceSums(col, self.models, list(ROW_METRICS), main), SliceConfusion(self.models))
                         for col in cfg.dataset.slices]
         self.per_class = SliceSums(cfg.dataset.target, self.models, list(ROW_METRICS), main)
-        self._groups = np.random.default_rng([cfg.training.seed, _GROUP_STREAM])  # as GroupBootstrap.row_group
+        self._groups = np.random.default_rng([cfg.training.seed, GROUP_STREAM])  # as GroupBootstrap.row_group
         self.shares = naive_shares(cfg, train_y, has_champion)
         self.baseline = [0, 0.0, 0.0]  # rows, sum of log losses, sum of hits
         self.stats = {"n": 0, "non_finite": 0, "outside_range": 0, "sum_not_one": 0, "max_sum_error": 0.0,

@@ -5,7 +5,9 @@ While a test runs with ``serving.online.label_key``, the endpoint appends every 
 trace id, the variant, its version, the key columns' values and the prediction). ``add_labels`` reads a file of
 labels (the key columns and the dataset's target, CSV or Parquet), keeps them beside the predictions
 (``labels.parquet``, the newest label of a key wins) and writes ``labelled.json``: per variant the rows that have
-a label and the gate's main metric over them (``metrics``' own functions), which the endpoint's rule reads.
+a label, the gate's main metric over them (``metrics``' own functions) and the sums of its per-row values
+(``sequential.Sums``); for a shadow, which scored the champion's own requests, also the sums of the pairs (the same
+request and key scored by both: ``sequential.PairSums``). The endpoint's rule reads them.
 
 Keys are compared as text that does not depend on how a file typed them: numeric columns as floats (719, 719.0
 and "719.0" agree), categorical ones as the preprocessor compares categories (8 and 8.0 read as "8"), a missing
@@ -27,7 +29,8 @@ import pandas as pd
 
 from mlassets.core import paths
 from mlassets.core.evaluate import multiclass
-from mlassets.core.evaluate.metrics import metric_value
+from mlassets.core.evaluate.metrics import get_metric
+from mlassets.core.evaluate.sequential import PairSums, Sums
 from mlassets.core.features.preprocess import category_key
 
 PREDICTIONS = "predictions.jsonl"
@@ -86,6 +89,7 @@ def read_predictions(folder: Path, spec: LabelSpec) -> pd.DataFrame:
                           f"serving.online.label_key is {spec.key!r}")
     frame = pd.DataFrame([line["key"] for line in lines], columns=spec.key)
     return pd.DataFrame({"variant": [line["variant"] for line in lines], KEY: _keys(frame, spec),
+                         "trace_id": [line.get("trace_id", "") for line in lines],
                          "prediction": [line["prediction"] for line in lines]})
 
 
@@ -125,17 +129,58 @@ def read_labels(file: Path, spec: LabelSpec) -> tuple[pd.DataFrame, int]:
     return labels.drop_duplicates(KEY, keep="last"), len(frame) - len(present)
 
 
-def metric_of(task: str, metric: str, y: np.ndarray, predictions: list[Any]) -> float:
-    """The gate's metric of one variant's labelled rows (NaN for none)."""
+def row_values(task: str, metric: str, y: np.ndarray, predictions: list[Any]) -> np.ndarray:
+    """The gate metric's per-row values of one variant's labelled rows (a loss, or a hit for accuracy): the metric
+    is ``finish(mean(values))``; a missing prediction is NaN."""
     if not len(y):
-        return float("nan")
+        return np.empty(0)
     if task != "multiclass":
-        return metric_value(metric, y, [math.nan if p is None else p for p in predictions])
+        p = np.asarray([math.nan if v is None else v for v in predictions], dtype=np.float64)
+        return get_metric(metric).loss(np.asarray(y, dtype=np.float64), p)
     prob = pd.DataFrame([p["probabilities"] for p in predictions])
     labels = multiclass.label_space(list(y), list(prob.columns))
     known = np.isin(labels, [str(c) for c in prob.columns])
-    found = multiclass.model_metrics(multiclass.true_index(list(y), labels), multiclass.on_labels(prob, labels), known)
-    return float(found[metric])
+    index, matrix = multiclass.true_index(list(y), labels), multiclass.on_labels(prob, labels)
+    if metric == "logloss":
+        return multiclass.log_losses(index, matrix)
+    return multiclass.hits(index, multiclass.predicted(matrix, known))
+
+
+def metric_of(task: str, metric: str, y: np.ndarray, predictions: list[Any]) -> float:
+    """The gate's metric of one variant's labelled rows (NaN for none)."""
+    values = row_values(task, metric, y, predictions)
+    return float(get_metric(metric).finish(np.mean(values))) if len(values) else float("nan")
+
+
+def summarize(metric: str, champion: np.ndarray, candidate: np.ndarray,
+              pairs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """What the rule reads of the labelled rows, from per-row values (``row_values``): ``variants`` (``labelled``,
+    ``value``, ``sums``: None where a value is not finite) and, given ``(candidate, champion)`` values of the same
+    rows, ``paired`` (``n``, ``sums``; None where one is not finite)."""
+    finish = get_metric(metric).finish
+    variants = {}
+    for name, values in (("champion", champion), ("candidate", candidate)):
+        value = float(finish(np.mean(values))) if len(values) else math.nan
+        sums = Sums.of(values) if math.isfinite(value) else None
+        variants[name] = {"labelled": len(values), "value": value if math.isfinite(value) else None,
+                          "sums": None if sums is None else [sums.n, sums.total, sums.squares]}
+    out: dict[str, Any] = {"metric": metric, "variants": variants}
+    if pairs is not None:
+        c, h = pairs
+        both = PairSums.of(c, h)
+        out["paired"] = {"n": both.n, "sums": [both.c, both.h, both.cc, both.hh, both.ch]} \
+            if np.isfinite(c).all() and np.isfinite(h).all() else None
+    return out
+
+
+def _pairs(task: str, metric: str, champion: pd.DataFrame, candidate: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The per-row values ``(candidate, champion)`` of the rows both variants scored for one request (the same
+    trace id and key)."""
+    on = ["trace_id", KEY]
+    both = champion.drop_duplicates(on).merge(candidate.drop_duplicates(on), on=[*on, Y], suffixes=("_h", "_c"))
+    y = both[Y].to_numpy()
+    return (row_values(task, metric, y, both["prediction_c"].tolist()),
+            row_values(task, metric, y, both["prediction_h"].tolist()))
 
 
 def add_labels(folder: Path, file: Path, spec: LabelSpec, mode: str) -> dict[str, Any]:
@@ -151,13 +196,13 @@ def add_labels(folder: Path, file: Path, spec: LabelSpec, mode: str) -> dict[str
     stored = pd.read_parquet(folder / LABELS) if (folder / LABELS).is_file() else new.iloc[:0]
     stored = pd.concat([stored, new], ignore_index=True).drop_duplicates(KEY, keep="last")
     joined = predictions.merge(stored, on=KEY, how="inner")
-    variants = {}
-    for name, recorded in (("champion", "champion"), ("candidate", mode)):
-        rows = joined[joined["variant"] == recorded]
-        value = metric_of(spec.task, spec.metric, rows[Y].to_numpy(), rows["prediction"].tolist())
-        variants[name] = {"labelled": len(rows), "value": value if math.isfinite(value) else None}
-    out = {"metric": spec.metric, "variants": variants, "labels": len(stored), "file": str(file),
-           "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    rows = {name: joined[joined["variant"] == recorded] for name, recorded in (("champion", "champion"),
+                                                                                  ("candidate", mode))}
+    values = {name: row_values(spec.task, spec.metric, part[Y].to_numpy(), part["prediction"].tolist())
+              for name, part in rows.items()}
+    pairs = _pairs(spec.task, spec.metric, rows["champion"], rows["candidate"]) if mode == "shadow" else None
+    out = {**summarize(spec.metric, values["champion"], values["candidate"], pairs), "labels": len(stored),
+           "file": str(file), "at": datetime.now(UTC).isoformat(timespec="seconds")}
     _replace(folder / LABELS, lambda tmp: stored.to_parquet(tmp, index=False))
     _replace(folder / LABELLED, lambda tmp: tmp.write_text(json.dumps(out, indent=1)))
     return {**out, "new": len(new), "matched": matched, "without_target": without}

@@ -121,7 +121,7 @@ class Evaluation(Record):
         return pd.DataFrame.from_records(records, columns=None if records else ["class", "n"])
 
 
-def _prediction_range(cfg: PipelineConfig, derived: Derived | None) -> tuple[float, float]:
+def prediction_range(cfg: PipelineConfig, derived: Derived | None) -> tuple[float, float]:
     """The configured sanity range, else the derived one, else unbounded."""
     low = cfg.gate.prediction_min if cfg.gate.prediction_min is not None else (
         derived.prediction_min if derived else -math.inf)

@@ -21,6 +21,7 @@ from mlassets.core.evaluate.latency import (
     latency_change,
     measure_batches,
     median_of_medians,
+    on_cpu,
     torch_threads,
 )
 from mlassets.core.evaluate.record import Evaluation
@@ -94,15 +95,18 @@ def measure_models(
 ) -> dict[str, dict[str, float]]:
     """Latency of every model on one shared sample at ``threads`` torch threads, single rows timed interleaved
     (``interleaved_singles``); batch latency and each saved bundle's size. With a champion, the candidate's entry
-    also holds its latency change against it (``vs_champion_change``, interval ``vs_champion_ci_low`` / ``_high``)."""
+    also holds its latency change against it (``vs_champion_change``, interval ``vs_champion_ci_low`` / ``_high``),
+    and every entry the share of the single-row timing this process spent on a CPU (``cpu_share``: ``on_cpu``)."""
     sample = latency_sample(holdout, list(bundles.values()), seed)
     with torch_threads(threads):
-        singles = interleaved_singles({m: b.predict for m, b in bundles.items()}, sample, rounds, calls)
+        with on_cpu() as share:
+            singles = interleaved_singles({m: b.predict for m, b in bundles.items()}, sample, rounds, calls)
         batches = {m: measure_batches(b.predict, sample, 5 if m == "candidate" else REFERENCE_BATCHES)
                    for m, b in bundles.items()}
     out = {}
     for model in bundles:
-        out[model] = {**single_stats(singles[model]), **batches[model], "threads": float(threads)}
+        out[model] = {**single_stats(singles[model]), **batches[model], "threads": float(threads),
+                      "cpu_share": share[0]}
         if dirs.get(model) is not None:
             out[model]["size_bytes"] = float(bundle_size_bytes(dirs[model]))
     if "candidate" in singles and "champion" in singles:

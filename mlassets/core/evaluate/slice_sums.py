@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.bootstrap import _GROUP_STREAM, GROUPS, GroupBootstrap, interval, row_interval
+from mlassets.core.evaluate.bootstrap import GROUP_STREAM, GROUPS, GroupBootstrap, interval, row_interval
 from mlassets.core.evaluate.metrics import get_metric, slice_codes, slice_metric_names
 from mlassets.core.evaluate.record import NAN, SliceRow
 
@@ -210,7 +210,7 @@ class SlicesSums:
         self.cfg, self.has_champion = cfg, has_champion
         self.metrics = slice_metric_names(cfg.dataset.task, cfg.gate.main_metric)
         self.columns = [SliceSums(col, models, self.metrics, cfg.gate.main_metric) for col in cfg.dataset.slices]
-        self._groups = np.random.default_rng([cfg.training.seed, _GROUP_STREAM])  # as GroupBootstrap.row_group
+        self._groups = np.random.default_rng([cfg.training.seed, GROUP_STREAM])  # as GroupBootstrap.row_group
 
     def add(self, frame: pd.DataFrame, y: np.ndarray, preds: dict[str, np.ndarray]) -> None:
         """One scored chunk: ``frame`` holds the slice columns, ``preds`` each model's predictions."""

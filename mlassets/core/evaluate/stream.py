@@ -24,7 +24,7 @@ from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.accumulate import ModelSums, PredictionSums
 from mlassets.core.evaluate.derived import baseline_constant, derive
 from mlassets.core.evaluate.multiclass_sums import MulticlassSums
-from mlassets.core.evaluate.record import Evaluation, _prediction_range
+from mlassets.core.evaluate.record import Evaluation, prediction_range
 from mlassets.core.evaluate.slice_sums import SlicesSums
 from mlassets.core.evaluate.train_target import TrainTarget, as_train_target, streamed
 
@@ -52,11 +52,11 @@ class ValueSums:
                  derived: Derived | None = None) -> None:
         task = cfg.dataset.task
         if train_y is None:  # rows scored elsewhere: the sanity range of ``derived``, no baseline to add up
-            low, high = _prediction_range(cfg, derived)
+            low, high = prediction_range(cfg, derived)
             self.constant = None
         else:
             train_y = as_train_target(train_y)
-            low, high = _prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
+            low, high = prediction_range(cfg, derive(cfg, train_y, None, has_champion=True))  # needs no holdout
             self.constant = baseline_constant(cfg, train_y)
         self.overall = {model: ModelSums(task) for model in (["candidate", "champion"] if has_champion
                                                              else ["candidate"])}

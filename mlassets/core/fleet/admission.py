@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlassets.core.config import ConfigError
-from mlassets.core.fleet.config import FleetConfig
+from mlassets.core.fleet.config import CAPACITIES, FleetConfig
 from mlassets.core.fleet.spec import JobSpec, check_against
 
 COMMITTED = ("queued", "running", "stopping", "done", "failed")  # jobs whose price counts against the budget
@@ -32,7 +32,9 @@ def job_cost(spec: JobSpec, fleet: FleetConfig) -> float:
 
 
 def money(fleet: FleetConfig, value: float) -> str:
-    return f"{fleet.currency}{value:,.0f}"
+    """An amount in the fleet's currency: whole amounts as they are ("₹5,000"), others to the cent ("$0.45")."""
+    cents = round(value * 100)
+    return f"{fleet.currency}{cents // 100:,}" if cents % 100 == 0 else f"{fleet.currency}{cents / 100:,.2f}"
 
 
 def admit(spec: JobSpec, fleet: FleetConfig, jobs: list[dict[str, Any]]) -> Admission:
@@ -50,6 +52,11 @@ def admit(spec: JobSpec, fleet: FleetConfig, jobs: list[dict[str, Any]]) -> Admi
     quota = fleet.teams[spec.team].gpu_quota
     if spec.gpus > quota:
         return Admission(False, f"refused: the job needs {shape} but team {spec.team}'s quota is {quota} GPUs", cost)
+    limits = {c: fleet.team_limit(spec.team, c) for c in CAPACITIES if spec.capacity in ("spot-first", c)}
+    if spec.gpus > max(limits.values()):
+        held = ", ".join(f"{n} of {c}" for c, n in limits.items())
+        return Admission(False, f"refused: the job needs {shape} but team {spec.team} may hold at most {held} "
+                                f"(teams.{spec.team}.borrowing_limit)", cost)
     mandatory = fleet.checkpoints_mandatory_after_minutes
     if spec.expected_minutes > mandatory and spec.checkpoint_every_minutes <= 0:
         return Admission(False, f"refused: the job is expected to run {spec.expected_minutes:g} min, over the "

@@ -1,6 +1,7 @@
-"""``fleet.yaml``: GPU pools (size, capacity, price), teams (GPU quota, budget), priority classes (who may preempt
-whom), the lease, the grace period, and the runtime above which checkpoints are mandatory. Read with
-``yaml.safe_load`` within the config size limits; every error names the key path and the value."""
+"""``fleet.yaml``: GPU pools (size, capacity, price), teams (GPU quota, budget, the most GPUs of each capacity they
+may hold), priority classes (who may preempt whom), the lease, the grace period, the runtime above which checkpoints
+are mandatory, and the pod shape Kubernetes is given per GPU. Read with ``yaml.safe_load`` within the config size
+limits; every error names the key path and the value."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mlassets.core.config._typed import ConfigError, build
 from mlassets.core.config.job import check_name
+from mlassets.core.config.typed import ConfigError, build
 from mlassets.core.config.yaml_limits import check_size, load_yaml
 
+CAPACITIES = ("spot", "on-demand")  # the order a spot-first job tries them in
 FLEET_ENV = "MLASSETS_FLEET"
 SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "fleet" / "fleet.yaml"
 
@@ -26,8 +28,11 @@ class Pool:
 
 @dataclass(frozen=True)
 class Team:
-    gpu_quota: int
+    gpu_quota: int  # the most GPUs the team holds at once, whatever their capacity
     budget: float
+    # the most GPUs of one capacity the team holds at once (default: its quota, at most the capacity's GPUs); every
+    # team borrows the fleet's idle GPUs within these limits (Kueue: the team cohort's borrowingLimit)
+    borrowing_limit: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,15 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class Kubernetes:
+    """What ``mlassets fleet kueue`` renders for: the namespace of the team queues and jobs, and what a pod asks per
+    GPU beside it (Kueue quotas cover cpu and memory as well as GPUs)."""
+    namespace: str = "mlassets"
+    cpu_per_gpu: int = 4
+    memory_gib_per_gpu: int = 16
+
+
+@dataclass(frozen=True)
 class FleetConfig:
     pools: dict[str, Pool]
     teams: dict[str, Team]
@@ -53,6 +67,7 @@ class FleetConfig:
     overrun_factor: float = 1.5
     checkpoints_mandatory_after_minutes: float = 60.0
     currency: str = "₹"
+    kubernetes: Kubernetes = field(default_factory=Kubernetes)
 
     def __post_init__(self) -> None:
         for section in ("pools", "teams", "priority_classes"):
@@ -68,6 +83,13 @@ class FleetConfig:
             if team.gpu_quota < 0 or team.budget < 0:
                 raise ConfigError(f"teams.{name}: gpu_quota and budget must be >= 0, got {team.gpu_quota}, "
                                   f"{team.budget}")
+            for capacity, limit in team.borrowing_limit.items():
+                key = f"teams.{name}.borrowing_limit.{capacity}"
+                if capacity not in CAPACITIES:
+                    raise ConfigError(f"{key}: {capacity!r} is not a capacity ({', '.join(CAPACITIES)})")
+                if not 0 <= limit <= team.gpu_quota:
+                    raise ConfigError(f"{key}: must be between 0 and the team's gpu_quota {team.gpu_quota}, "
+                                      f"got {limit}")
         for name, cls in self.priority_classes.items():
             for other in cls.preempts:
                 if other not in self.priority_classes:
@@ -82,6 +104,10 @@ class FleetConfig:
         if self.grace_s <= 0 or self.overrun_factor < 1 or self.checkpoints_mandatory_after_minutes <= 0:
             raise ConfigError(f"grace_s {self.grace_s} must be > 0, overrun_factor {self.overrun_factor} >= 1, "
                               f"checkpoints_mandatory_after_minutes {self.checkpoints_mandatory_after_minutes} > 0")
+        check_name("kubernetes.namespace", self.kubernetes.namespace)
+        for key in ("cpu_per_gpu", "memory_gib_per_gpu"):
+            if getattr(self.kubernetes, key) < 1:
+                raise ConfigError(f"kubernetes.{key}: must be >= 1, got {getattr(self.kubernetes, key)}")
 
     def gpus(self, capacity: str) -> int:
         """GPUs of the pools a job of this capacity may be placed on (spot-first: every pool)."""
@@ -90,6 +116,11 @@ class FleetConfig:
     def largest_pool(self, capacity: str) -> int:
         """The most GPUs one job of this capacity can hold: a job runs in one pool (one Kueue flavor)."""
         return max((p.gpus for p in self.pools.values() if capacity in ("spot-first", p.capacity)), default=0)
+
+    def team_limit(self, team: str, capacity: str) -> int:
+        """The most GPUs of ``capacity`` (spot or on-demand) ``team`` holds at once."""
+        spec = self.teams[team]
+        return spec.borrowing_limit.get(capacity, min(spec.gpu_quota, self.gpus(capacity)))
 
 
 def parse_fleet(data: object) -> FleetConfig:

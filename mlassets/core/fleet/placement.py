@@ -1,11 +1,13 @@
-"""Where a queued job goes: the order of the queue, a pool with free GPUs (spot first), the team's quota, and the
-preemptible jobs that would have to stop for it. Pure functions of the fleet and the lease table's rows."""
+"""Where a queued job goes: the order of the queue, a pool with free GPUs (spot first) of a capacity its team may
+hold more of, the team's quota, and the preemptible jobs that would have to stop for it. Pure functions of the fleet
+and the lease table's rows."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mlassets.core.fleet.config import FleetConfig
+from mlassets.core.fleet.policy import may_preempt, victim_order
 from mlassets.core.fleet.table import ACTIVE
 
 
@@ -34,14 +36,25 @@ def team_gpus(jobs: list[dict[str, Any]], team: str) -> int:
     return sum(j["gpus"] for j in jobs if j["state"] in ACTIVE and j["team"] == team)
 
 
+def open_pools(fleet: FleetConfig, job: dict[str, Any], jobs: list[dict[str, Any]]) -> list[str]:
+    """The pools of the job's capacity (spot first) where its team may hold its GPUs: within the team's limit of
+    that capacity (``teams.<team>.borrowing_limit``)."""
+    held = {c: 0 for c in ("spot", "on-demand")}
+    for j in jobs:
+        if j["state"] in ACTIVE and j["team"] == job["team"] and j["pool"] in fleet.pools:
+            held[fleet.pools[j["pool"]].capacity] += j["gpus"]
+    return [p for p in pools_for(fleet, job["capacity"]) if held[fleet.pools[p].capacity] + job["gpus"]
+            <= fleet.team_limit(job["team"], fleet.pools[p].capacity)]
+
+
 def victims(fleet: FleetConfig, job: dict[str, Any], jobs: list[dict[str, Any]], free: dict[str, int]
             ) -> tuple[str, list[dict[str, Any]]] | None:
     """The pool and the fewest running jobs to preempt there for ``job``: preemptible, of a class its class may
     preempt, lowest priority first, then the most recently started (it has the least to lose)."""
-    may = set(fleet.priority_classes[job["priority"]].preempts)
-    for pool in pools_for(fleet, job["capacity"]):
-        stoppable = sorted((j for j in jobs if j["state"] == "running" and j["pool"] == pool and j["preemptible"]
-                            and j["priority"] in may), key=lambda j: (j["priority_value"], -(j["started"] or 0)))
+    for pool in open_pools(fleet, job, jobs):
+        stoppable = sorted((j for j in jobs if j["state"] == "running" and j["pool"] == pool
+                            and may_preempt(fleet, job["priority"], j["priority"], bool(j["preemptible"]))),
+                           key=lambda j: victim_order(j["priority_value"], j["started"]))
         chosen, gained = [], free[pool] + sum(j["gpus"] for j in jobs if j["state"] == "stopping" and j["pool"] == pool)
         for j in stoppable:
             if gained >= job["gpus"]:

@@ -23,6 +23,10 @@ def format_view(v: FleetView, fleet: FleetConfig) -> str:
                      f"{lease['state']}, {beat}; step {lease['step']}, checkpoint at step {lease['checkpoint_step']}")
     if not v.leases:
         lines.append("  (none)")
+    starting = [j for j in v.jobs if j["state"] == "starting"]
+    if starting:
+        lines.append("started, before training (no GPUs held):")
+        lines += [f"  {j['ref']} {j['name']} ({j['team']}, {j['gpus']} GPUs once training)" for j in starting]
     lines.append("teams:")
     for t in v.teams:
         lines.append(f"  {t['team']}: {t['gpus_in_use']} of {t['gpu_quota']} GPUs; spent {money(fleet, t['spent'])}, "

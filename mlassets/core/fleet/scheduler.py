@@ -17,10 +17,11 @@ from typing import Any
 
 from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import FleetConfig
-from mlassets.core.fleet.placement import free_gpus, pools_for, queue_order, team_gpus, victims, waiting_reason
+from mlassets.core.fleet.placement import free_gpus, open_pools, queue_order, team_gpus, victims, waiting_reason
+from mlassets.core.fleet.policy import STOP, WARN, overrun
 from mlassets.core.fleet.table import FleetTable
 
-PREEMPTED_EXIT = 76  # mlassets.core.train.preempt.PREEMPTED_EXIT (not imported: that module's caller has torch)
+PREEMPTED_EXIT = 76  # mlassets.core.train.outcome.PREEMPTED_EXIT (not imported: core.fleet imports no stage)
 
 
 class Scheduler:
@@ -60,10 +61,11 @@ class Scheduler:
 
     def _overrun(self, job: dict[str, Any], now: float) -> None:
         ran_min = (now - job["started"]) / 60
-        if ran_min > job["expected_minutes"] * self.fleet.overrun_factor:
+        verdict = overrun(self.fleet, job["expected_minutes"], ran_min, bool(job["warned"]))
+        if verdict == STOP:
             self._stop(job, now, "overrun", f"ran {ran_min:.1f} min, {self.fleet.overrun_factor:g}x its expected "
                                             f"{job['expected_minutes']:g} min")
-        elif ran_min > job["expected_minutes"] and not job["warned"]:
+        elif verdict == WARN:
             self.table.update(job["id"], warned=1)
             self.table.event(job["id"], "overrun-warning", f"past its expected {job['expected_minutes']:g} min",
                              0, now)
@@ -71,14 +73,15 @@ class Scheduler:
     def _ended(self, job: dict[str, Any], code: int, now: float) -> None:
         self.procs.pop(job["id"], None)
         beats = self.table.heartbeats(job["id"])
-        if job["state"] == "stopping" or code == PREEMPTED_EXIT:
-            saved = _preempted_at(job["out_dir"])
+        saved = _preempted_at(job["out_dir"])  # written by ranks that checkpointed and exited as preempted
+        if job["state"] == "stopping" or code == PREEMPTED_EXIT or saved is not None:
             lost = 0 if saved is not None else max((b["step"] - b["checkpoint_step"] for b in beats), default=0)
             kind = job["stop_kind"] or "preempted"
             requeue = kind != "overrun"
             self._release(job, now, "queued" if requeue else "stopped",
                           f"{kind}; " + ("requeued to resume from its checkpoint" if requeue else "stopped"))
-            self.table.event(job["id"], kind, f"exit {code}; checkpoint at step {saved}" if saved is not None
+            # torchrun ends 1 when its ranks end 76: the ranks' status is the one that says what happened
+            self.table.event(job["id"], kind, f"exit {PREEMPTED_EXIT}; checkpoint at step {saved}" if saved is not None
                              else f"exit {code}; no checkpoint written in the grace period", lost, now)
         else:
             self._release(job, now, "done" if code == 0 else "failed", "" if code == 0 else f"exit status {code}")
@@ -119,7 +122,12 @@ class Scheduler:
                 self.table.update(job["id"], reason=f"waits for team {job['team']}'s quota "
                                                     f"({used} of {quota} GPUs in use, needs {job['gpus']})")
                 continue
-            pool = next((p for p in pools_for(self.fleet, job["capacity"]) if free[p] >= job["gpus"]), None)
+            allowed = open_pools(self.fleet, job, jobs)
+            if not allowed:
+                self.table.update(job["id"], reason=f"waits for team {job['team']}'s limit of capacity "
+                                                    f"{job['capacity']} (teams.{job['team']}.borrowing_limit)")
+                continue
+            pool = next((p for p in allowed if free[p] >= job["gpus"]), None)
             if pool is not None:
                 self._start(job, pool, now)
                 free[pool] -= job["gpus"]
@@ -149,10 +157,17 @@ class Scheduler:
                           attempts=job["attempts"] + 1)
 
     def close(self) -> None:
-        """Stop every process this scheduler started (tests, and the end of ``mlassets fleet serve``)."""
-        for job_id, proc in list(self.procs.items()):
-            if proc.poll() is None:
-                self._kill({"id": job_id})
+        """Stop every process this scheduler started (tests, and the end of ``mlassets fleet serve``): every group
+        is killed before any is waited for."""
+        running = [proc for proc in self.procs.values() if proc.poll() is None]
+        for proc in running:
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+        for proc in running:
+            proc.wait(30)
         self.procs.clear()
 
 

@@ -5,17 +5,22 @@ model. ``from_tags`` reads back exactly what ``tags`` wrote."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.core.config._typed import build
 from mlassets.core.config.job import FleetJobConfig
+from mlassets.core.config.typed import build
 from mlassets.core.fleet.config import FleetConfig
 
 TAG = "mlassets/fleet."  # one run tag per field: mlassets/fleet.team, mlassets/fleet.gpus, ...
 PRIORITY_TAG = "dagster/priority"  # Dagster's run queue dequeues higher values first
 TEAM_TAG = "mlassets/team"  # the per-team run limit of the queue (tag_concurrency_limits) matches it
+# The numbers a job spec may hold (the ranks and GPUs of the largest clusters; a year): what a flag, a run tag or a
+# config names beyond them is refused naming it, before it reaches the lease table or a manifest.
+RANGES = {"ranks": (1, 65536), "gpus_per_rank": (1, 64), "expected_minutes": (0.0, 525600.0),
+          "checkpoint_every_minutes": (0.0, 525600.0)}
 
 
 @dataclass(frozen=True)
@@ -62,14 +67,28 @@ def job_spec(cfg: PipelineConfig, overrides: dict[str, Any] | None = None) -> Jo
     if unknown:
         raise ConfigError(f"fleet.{unknown[0]}: unknown job spec key (allowed: {', '.join(OVERRIDABLE)})")
     interval = overrides.pop("checkpoint_every_minutes", cfg.training.checkpoint_every_minutes)
-    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval < 0:
+    if isinstance(interval, bool) or not isinstance(interval, int | float):
         raise ConfigError(f"training.checkpoint_every_minutes: must be a number >= 0, got {interval!r}")
+    check_range("training.checkpoint_every_minutes", "checkpoint_every_minutes", interval)
     section = build(FleetJobConfig, {**dataclasses.asdict(cfg.fleet), **overrides}, "fleet") if overrides \
         else cfg.fleet
-    return JobSpec(team=section.team, priority=section.priority, ranks=section.ranks or cfg.training.nproc,
+    spec = JobSpec(team=section.team, priority=section.priority, ranks=section.ranks or cfg.training.nproc,
                    gpus_per_rank=section.gpus_per_rank, expected_minutes=section.expected_minutes,
                    capacity=section.capacity, preemptible=section.preemptible,
                    checkpoint_every_minutes=float(interval))
+    for field in ("ranks", "gpus_per_rank", "expected_minutes"):
+        check_range(f"fleet.{field}", field, getattr(spec, field))
+    return spec
+
+
+def check_range(key: str, field: str, value: float) -> None:
+    """``value`` is a finite number in the range of job spec ``field``, else the error names ``key`` and it."""
+    low, high = RANGES[field]
+    exclusive = field == "expected_minutes"
+    if not math.isfinite(value) or value > high or (value <= low if exclusive else value < low):
+        what = "a whole number" if isinstance(low, int) else "a finite number"
+        bound = f"above {low:g}" if exclusive else f"from {low:g}"
+        raise ConfigError(f"{key}: {value!r} is out of range ({what} {bound} to {high:g})")
 
 
 def from_tags(tags: dict[str, str]) -> JobSpec | None:
@@ -87,6 +106,8 @@ def from_tags(tags: dict[str, str]) -> JobSpec | None:
                 float(text) if kind == "float" else text
         except ValueError:
             raise ConfigError(f"run tag {TAG}{name}: {text!r} is not a {kind}") from None
+        if name in RANGES:
+            check_range(f"run tag {TAG}{name}", name, values[name])
     return JobSpec(**values)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlassets.core.registry.client import RegistryError, _client, record_of
+from mlassets.core.registry.client import RegistryError, mlflow_client, record_of
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -37,7 +37,7 @@ def problems(version: ModelVersion, log: PromotionLog | None = None) -> list[str
         found.append(f"its record names MLflow run {record.mlflow_run_id or '(none)'}, but the version was registered "
                      f"from run {run_id or '(none)'}")
     try:
-        said = _client().get_run(run_id).data.tags.get("registered_version") if run_id else None
+        said = mlflow_client().get_run(run_id).data.tags.get("registered_version") if run_id else None
     except MlflowException:
         said = None
     if said != number:
@@ -48,7 +48,7 @@ def problems(version: ModelVersion, log: PromotionLog | None = None) -> list[str
     except (ValueError, OSError, MlflowException) as exc:
         found.append(f"its model folder: {exc}")
     held = {(e.model, e.to_version) for e in log.entries() if e.action == registrations.REGISTER}
-    for other in _client().search_model_versions(f"run_id = '{run_id}'") if run_id else []:
+    for other in mlflow_client().search_model_versions(f"run_id = '{run_id}'") if run_id else []:
         if (other.name, str(other.version)) != (name, number) and (other.name, str(other.version)) in held:
             found.append(f"{other.name!r} version {other.version}, registered by mlassets, came from the same run: "
                          "this one is a copy")

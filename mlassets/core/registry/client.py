@@ -20,7 +20,7 @@ class RegistryError(LookupError):
     """An unknown model or version, or a version that may not be served or promoted."""
 
 
-def _client() -> mlflow.MlflowClient:
+def mlflow_client() -> mlflow.MlflowClient:
     import mlflow
 
     return mlflow.MlflowClient()

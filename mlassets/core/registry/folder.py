@@ -5,14 +5,13 @@ registry keeps elsewhere can tell: the version's MLflow run and logged model mus
 ``MLmodel`` names, and the bundle's weights the ones its registry record names. MLflow writes the name and
 version a folder was loaded as (``models:/NAME/VERSION`` or ``models:/NAME@ALIAS``) into the folder's
 ``registered_model_meta`` before loading it; that is how ``mlflow.pyfunc.load_model`` knows which version to
-check.
+check (``pyfunc_loader``). Every file of the folder is checked first, against its seal (``seal``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import mlflow
 import yaml
 from mlflow.entities.model_registry import ModelVersion
 
@@ -75,30 +74,3 @@ def loaded_as(root: Path) -> tuple[str, str] | None:
     meta = yaml.safe_load(path.read_text()) or {}
     name, version = meta.get("model_name"), meta.get("model_version")
     return (str(name), str(version)) if name and version else None
-
-
-def check_loaded_bundle(bundle_dir: str | Path) -> str | None:
-    """What ``mlflow.pyfunc.load_model`` runs before loading a bundle: the folder against the version it was
-    loaded as (``FolderMismatch``); loaded by a run or a path, the weights against every version registered from
-    its run. Returns the registered model's name when loaded through the registry."""
-    root = model_root(bundle_dir)
-    client = mlflow.MlflowClient()
-    named = loaded_as(root)
-    if named is not None:
-        from mlassets.core.registry import registrations
-        from mlassets.core.registry.client import RegistryError
-
-        version = client.get_model_version(*named)
-        try:
-            registrations.check(version)
-        except RegistryError as exc:
-            raise FolderMismatch(str(exc)) from None
-        check_folder(root, version, bundle_dir)
-        return named[0]
-    spec = yaml.safe_load((root / MLMODEL).read_text()) or {}
-    run_id = spec.get("run_id")
-    for version in client.search_model_versions(f"run_id = '{run_id}'") if run_id else []:
-        weights = expected_weights(version)
-        if weights is not None:
-            check_weights(bundle_dir, weights, f"the registry record of {version.name!r} version {version.version}")
-    return None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from mlassets.core import settings
 from mlassets.core.registry.peek import ModelView, read_model
 from mlassets.core.registry.promotion import Entry, PromotionError, PromotionLog
-from mlassets.core.registry.versions import CHAMPION, _client, alias_version, set_alias
+from mlassets.core.registry.versions import CHAMPION, alias_version, mlflow_client, set_alias
 
 ANCHOR_TAG = "mlassets.promotion_log_head"
 
@@ -112,12 +112,12 @@ def project(name: str, log: PromotionLog) -> None:
     live = log.live(name)
     if live is None:
         if alias_version(name, CHAMPION) is not None:
-            _client().delete_registered_model_alias(name, CHAMPION)
+            mlflow_client().delete_registered_model_alias(name, CHAMPION)
     else:
         set_alias(name, CHAMPION, live.to_version)
     head = log.head(name)
     if head is not None:
-        _client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
+        mlflow_client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")
 
 
 def repair(name: str, log: PromotionLog, state: LogState | None = None) -> list[str]:

@@ -42,17 +42,19 @@ def serving_basis(record: ModelVersion, log: PromotionLog | None = None) -> str:
                         "and no forced promotion with a reason in the promotion log; refusing it")
 
 
-def _version_arg(version: str | int) -> str:
+def version_number(version: str | int) -> str:
     text = str(version).strip()
     return text[1:] if text[:1] in "vV" and text[1:].isdigit() else text
 
 
-def _registered(record: ModelVersion) -> None:
-    """``PromotionError`` unless mlassets registered ``record`` (forced or not: a forged version never moves)."""
-    from mlassets.core.registry import registrations
+def check_registered(record: ModelVersion) -> None:
+    """``PromotionError`` unless mlassets registered ``record`` and its model folder is the one sealed then (forced or
+    not: a forged or edited version never moves)."""
+    from mlassets.core.registry import registrations, seal
 
     try:
         registrations.check(record)
+        registrations.verify_seal(record, seal.model_folder(record))
     except RegistryError as exc:
         raise PromotionError(str(exc)) from None
 
@@ -89,8 +91,8 @@ def promote(name: str, version: str | int, *, who: str | None = None, reason: st
     took the seq first."""
     log = log or PromotionLog()
     check_model(name)
-    record = get_version(name, _version_arg(version))
-    _registered(record)
+    record = get_version(name, version_number(version))
+    check_registered(record)
     if force and not reason.strip():
         raise PromotionError(f"forcing {name!r} version {record.version} needs a reason (--reason TEXT)")
     if not force:
@@ -112,7 +114,7 @@ def rollback(name: str, *, who: str | None = None, reason: str = "", log: Promot
         live = f"v{champions[-1]}" if champions else "none"
         raise PromotionError(f"model {name!r} has no earlier champion to roll back to (champion: {live})")
     target = get_version(name, champions[-2])
-    _registered(target)
+    check_registered(target)
     return _move(name, ROLLBACK, str(target.version), who=who, reason=reason or f"rollback from v{champions[-1]}",
                  log=log, expected_seq=expected_seq)
 

@@ -34,6 +34,7 @@ from mlassets.core.registry.warm import verified_bundle
 from mlassets.core.train import plugin
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.launch import prepare_job, train_command
+from mlassets.core.train.outcome import read_outcome
 
 
 class RebuildError(RuntimeError):
@@ -114,6 +115,7 @@ def rebuild(name: str, version: str) -> RebuildReport:
     registered = versions.get_version(name, version)
     record = versions.record_of(registered)
     report = RebuildReport(name, str(version), not_exact_because=environment_reasons(record))
+    versions.verified_bundle_dir(registered)  # an edited model folder is refused before any work
     config = _config(record)
     if record.plugin:  # the module's code lives outside the recorded git tree: it must be the same file again
         try:
@@ -127,13 +129,14 @@ def rebuild(name: str, version: str) -> RebuildReport:
         holdout = pd.read_parquet(out / "data" / "holdout.parquet")
         bundle = versions.load_version_bundle(registered)
         original, rebuilt = bundle.predict(holdout), load_bundle(out / "model").predict(holdout)
-        result = json.loads((out / "result.json").read_text())
+        ended = read_outcome(out)
+        result = ended.result if ended is not None else None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     report.rows = len(holdout)
     report.identical = bool(np.array_equal(original, rebuilt))
     report.max_abs_diff = float(np.max(np.abs(original - rebuilt))) if len(holdout) else 0.0
-    report.weights_match = result.get("weights_sha256") == record.weights_sha256
+    report.weights_match = result is not None and result.weights_sha256 == record.weights_sha256
     return report
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlassets.core.registry.client import RegistryError, _client, record_of
+from mlassets.core.registry.client import RegistryError, mlflow_client, record_of
 from mlassets.core.registry.record import GATE_PASSED, RegistryRecord
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def register(name: str, model_uri: str, record: RegistryRecord, *, description: 
     Dagster run's URL, for people), described by ``description`` (see ``describe``)."""
     from mlflow.exceptions import MlflowException
 
-    client = _client()
+    client = mlflow_client()
     try:
         client.get_registered_model(name)
     except MlflowException:
@@ -49,7 +49,7 @@ def registered_by(name: str, model_uri: str, tag: str, value: str) -> ModelVersi
     from mlflow.exceptions import MlflowException
 
     try:
-        found = _client().search_model_versions(f"name = '{name}'")
+        found = mlflow_client().search_model_versions(f"name = '{name}'")
     except MlflowException:
         return None
     version = next((v for v in found if v.source == model_uri and v.tags.get(tag) == value), None)
@@ -95,7 +95,7 @@ def check_model(name: str) -> None:
     from mlflow.exceptions import MlflowException
 
     try:
-        _client().get_registered_model(name)
+        mlflow_client().get_registered_model(name)
     except MlflowException:
         raise RegistryError(f"model {name!r} is not registered") from None
 
@@ -104,7 +104,7 @@ def get_version(name: str, version: str | int) -> ModelVersion:
     from mlflow.exceptions import MlflowException
 
     try:
-        return _client().get_model_version(name, str(version))
+        return mlflow_client().get_model_version(name, str(version))
     except MlflowException:
         raise RegistryError(f"model {name!r} has no version {version!r}") from None
 
@@ -114,13 +114,13 @@ def alias_version(name: str, alias: str = CHAMPION) -> ModelVersion | None:
     from mlflow.exceptions import MlflowException
 
     try:
-        return _client().get_model_version_by_alias(name, alias)
+        return mlflow_client().get_model_version_by_alias(name, alias)
     except MlflowException:
         return None
 
 
 def set_alias(name: str, alias: str, version: str | int) -> None:
-    _client().set_registered_model_alias(name, alias, str(version))
+    mlflow_client().set_registered_model_alias(name, alias, str(version))
 
 
 def gate_passed(version: ModelVersion) -> bool:
@@ -136,18 +136,24 @@ def bundle_dir(version: ModelVersion) -> Path:
 
 
 def verified_bundle_dir(version: ModelVersion) -> Path:
-    """The version's bundle folder, refused (``RegistryError``) unless the logged model it lies in is the version's
-    (its run and logged model) and its weights are the ones its registry record names."""
-    from mlassets.core.registry import registrations
-    from mlassets.core.registry.folder import check_folder, model_root
+    """The version's bundle folder, refused (``RegistryError``) unless mlassets registered the version, every file of
+    its model folder is the one sealed at registration (``verify_seal``), the folder is the version's logged model
+    (its run and logged model) with the weights its record names, and a bundled plug-in source is the code the
+    record names. Nothing from the folder is parsed before its seal is checked."""
+    from mlassets.core.registry import registrations, seal
+    from mlassets.core.registry.folder import check_folder
+    from mlassets.core.train.mlflow_model import bundle_in
 
     record_of(version)  # an incomplete record is refused by name
     registrations.check(version)  # one mlassets registered, bound to its run and record
-    directory = bundle_dir(version)
+    root = seal.model_folder(version)
+    registrations.verify_seal(version, root)
+    directory = bundle_in(root)
     try:
-        check_folder(model_root(directory), version, directory)
+        check_folder(root, version, directory)
     except ValueError as exc:
         raise RegistryError(str(exc)) from None
+    seal.check_plugin(version, directory)
     return directory
 
 

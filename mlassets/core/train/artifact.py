@@ -23,7 +23,7 @@ from opentelemetry import trace
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train import plugin_code
 from mlassets.core.train.family import family_of
-from mlassets.core.train.spec import FeatureSpec, output_size
+from mlassets.core.train.feature_spec import FeatureSpec, output_size
 
 FORMAT_VERSION = 2  # 2: any family (1: the MLP only, still read)
 WEIGHTS = "weights.pt"  # the torch families' model file (format 1 bundles have no other)
@@ -97,20 +97,6 @@ def postprocess(out: np.ndarray, task: str, center: float, scale: float, low: fl
         return e / e.sum(axis=1, keepdims=True)
     out = out * scale + center
     return out if low is None and high is None else np.clip(out, low, high)
-
-
-def build_model(model_config: dict[str, Any], cardinalities: list[int], n_numeric: int, out_features: int = 1):
-    """The built-in network described by a ``ModelConfig`` dict (the ``mlp`` family)."""
-    from mlassets.core.train.model import TabularMLP
-
-    return TabularMLP(
-        cardinalities,
-        n_numeric,
-        embedding_dim=int(model_config.get("embedding_dim", 8)),
-        hidden=[int(h) for h in model_config.get("hidden", [64, 32])],
-        dropout=float(model_config.get("dropout", 0.0)),
-        out_features=out_features,
-    )
 
 
 def _sha256(path: Path) -> str:

@@ -6,8 +6,9 @@
         --config mlassets/configs/flights.yaml --train train.parquet --validation validation.parquet --out runs/r1
 
 The job's ``model.family`` trains it (``mlassets.core.train.family``); torch is imported only by the torch
-families. Whatever the family, the process leaves ``<out>/result.json`` (a ``TrainingResult``) and ``<out>/model``
-(a bundle); under Dagster Pipes only rank 0 opens the Pipes channel.
+families. Whatever the family, the process leaves its outcome in ``<out>`` (``mlassets.core.train.outcome``: the
+``TrainingResult`` beside ``<out>/model``, a bundle; or why it failed, was preempted or refused); under Dagster Pipes
+only rank 0 opens the Pipes channel.
 """
 
 from __future__ import annotations
@@ -16,21 +17,12 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from mlassets.core.config import load_config
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
+from mlassets.core.train.outcome import PREEMPTED_EXIT, Outcome, record_outcome
 from mlassets.core.train.reporting import PrintReporter
-from mlassets.core.train.result import TrainingResult
-
-CRASH_EXIT = 75  # exit status of an injected crash
-RESULT = "result.json"
-
-
-def read_result(out_dir: str | Path) -> TrainingResult:
-    """The ``TrainingResult`` a finished run left in ``out_dir`` (the one way the launcher learns of it)."""
-    return TrainingResult.from_json((Path(out_dir) / RESULT).read_text())
 
 
 def _job(args: argparse.Namespace) -> TrainJob:
@@ -72,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     die_with_launcher()
     from mlassets.core.fleet.heartbeat import start_from_env
-    from mlassets.core.train.preempt import PREEMPTED_EXIT, Preempted
+    from mlassets.core.train.torch_run.preempt import Preempted
 
     start_from_env()  # under the fleet: this rank renews its job's lease until the process has ended
     job: TrainJob | None = None
@@ -92,11 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"training {exc}", file=sys.stderr, flush=True)
         raise SystemExit(PREEMPTED_EXIT) from None
     except Exception as exc:
-        from mlassets.core.train.failure import record_failure
-
         out = job.out_dir if job is not None else args.out
         if out:
-            record_failure(out, exc)  # the sentence the orchestrator shows first
+            record_outcome(out, Outcome.failed(exc))  # the sentence the orchestrator shows first
         if os.environ.get("DAGSTER_PIPES_CONTEXT") or not isinstance(exc, ValueError | OSError):
             raise
         print(f"training failed: {exc}", file=sys.stderr)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mlassets.core.train.spec import FeatureSpec
+from mlassets.core.train.feature_spec import FeatureSpec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from mlassets.core.train.splits import Splits
 
 FAMILIES = {  # name -> "module:class"; imported only when asked for (no torch for trees, no trees for torch)
-    "mlp": "mlassets.core.train.families.torch_nn:MLPFamily",
-    "torch": "mlassets.core.train.families.torch_nn:PluginFamily",
-    "lightgbm": "mlassets.core.train.families.gbdt:LightGBMFamily",
-    "xgboost": "mlassets.core.train.families.gbdt:XGBoostFamily",
+    "mlp": "mlassets.core.train.torch_run.torch_nn:MLPFamily",
+    "torch": "mlassets.core.train.torch_run.torch_nn:PluginFamily",
+    "lightgbm": "mlassets.core.train.trees.gbdt:LightGBMFamily",
+    "xgboost": "mlassets.core.train.trees.gbdt:XGBoostFamily",
 }
 TORCH_FAMILIES = ("mlp", "torch")  # trained by the torch loop (torchrun, ranks); the others in one process
 

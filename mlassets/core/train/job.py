@@ -1,8 +1,10 @@
-"""The job file a training process reads: config, data paths, output directory, data version."""
+"""The job file a training process reads (config, data paths, output directory, data version), and the command that
+runs it."""
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,3 +35,20 @@ class TrainJob:
         path = Path(path)
         path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
         return path
+
+
+def train_command(nproc: int, job_path: Path, torchrun: bool = False) -> list[str]:
+    """The command that trains ``job_path``: one plain process, or torchrun with ``nproc`` local ranks.
+
+    ``torchrun=True`` launches one rank through torchrun too: it then joins a process group (DDP or FSDP
+    over NCCL on one GPU) instead of training as a plain process.
+
+    torchrun never restarts ranks (``--max-restarts=0``): the orchestrator's retry policy restarts the
+    whole step, where every restart is visible, and the new attempt resumes from the newest checkpoint.
+    """
+    if nproc <= 1 and not torchrun:
+        return [sys.executable, "-m", "mlassets.core.train", "--job", str(job_path)]
+    script = Path(sys.executable).with_name("torchrun")
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*launcher, "--standalone", "--nnodes=1", f"--nproc-per-node={nproc}", "--max-restarts=0",
+            "-m", "mlassets.core.train", "--job", str(job_path)]

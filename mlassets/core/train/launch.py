@@ -13,15 +13,17 @@ from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import derived_repo
 from mlassets.core.data.store import VersionedStore
 from mlassets.core.features.store import BRANCH, export_splits
-from mlassets.core.train.checkpoint_files import verify
-from mlassets.core.train.job import TrainJob
+from mlassets.core.train.checkpoint.files import verify
+from mlassets.core.train.job import TrainJob, train_command  # noqa: F401 (its callers read it here)
+from mlassets.core.train.outcome import clear_outcome
 from mlassets.core.train.result import CheckpointSet, Provenance, TrainingResult
 
 
 def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, out_dir: Path,
                 config: dict[str, Any] | None = None, init_bundle: str = "", warm_start_from: str = "",
                 force_budget: bool = False) -> Path:
-    """Export the train and validation splits next to a job file; return the job file's path.
+    """Export the train and validation splits next to a job file; return the job file's path. What an earlier attempt
+    in ``out_dir`` left of its outcome is cleared: the new attempt ends on its own.
 
     ``config``: the config as recorded (a rebuild), when it should be handed on exactly as it was stored.
     ``init_bundle``/``warm_start_from``: a warm start from that registered version's bundle.
@@ -39,6 +41,7 @@ def prepare_job(store: VersionedStore, cfg: PipelineConfig, data_version: str, o
     )
     path = out_dir / "job.json"
     job.to_json(path)
+    clear_outcome(out_dir)
     return path
 
 
@@ -54,23 +57,6 @@ def provenance(cfg: PipelineConfig, result: TrainingResult, store_backend: str, 
         owners=list(cfg.automation.owners), family=result.family, plugin=result.model_code.get("plugin", ""),
         plugin_sha256=result.model_code.get("plugin_sha256", ""), native_model_uri=native_model_uri,
     )
-
-
-def train_command(nproc: int, job_path: Path, torchrun: bool = False) -> list[str]:
-    """The command that trains ``job_path``: one plain process, or torchrun with ``nproc`` local ranks.
-
-    ``torchrun=True`` launches one rank through torchrun too: it then joins a process group (DDP or FSDP
-    over NCCL on one GPU) instead of training as a plain process.
-
-    torchrun never restarts ranks (``--max-restarts=0``): the orchestrator's retry policy restarts the
-    whole step, where every restart is visible, and the new attempt resumes from the newest checkpoint.
-    """
-    if nproc <= 1 and not torchrun:
-        return [sys.executable, "-m", "mlassets.core.train", "--job", str(job_path)]
-    script = Path(sys.executable).with_name("torchrun")
-    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*launcher, "--standalone", "--nnodes=1", f"--nproc-per-node={nproc}", "--max-restarts=0",
-            "-m", "mlassets.core.train", "--job", str(job_path)]
 
 
 def node_args(nnodes: int, nproc: int, endpoint: str, rdzv_id: str, node_rank: int | None = None,

@@ -1,5 +1,6 @@
-"""A model bundle as an MLflow model: logged from code (``registry/pyfunc_model.py``) with its signature, and found
-again; and, for a family that has one, the bare model with MLflow's own flavor beside it (``log_native``)."""
+"""A model bundle as an MLflow model: the bundle logged as the data of a pyfunc model loaded through an installed
+module (``registry/pyfunc_loader.py``) with its signature, and found again; and, for a family that has one, the
+bare model with MLflow's own flavor beside it (``log_native``)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from mlassets.core.train.artifact import BUNDLE, ModelBundle, load_bundle
 from mlassets.core.train.family import family_of
 from mlassets.core.train.outputs import served
 
-# The loader MLflow copies into every model: it checks the folder against the registry, so it lives there (a path,
-# not an import: training never imports the registry).
-PYFUNC_CODE = Path(__file__).parents[1] / "registry" / "pyfunc_model.py"
+# The installed module MLflow loads every model through (its ``_load_pyfunc``): it checks the folder against the
+# registry, so it lives there (a name, not an import: training never imports the registry). The folder holds data.
+LOADER_MODULE = "mlassets.core.registry.pyfunc_loader"
 NATIVE_NAME = "native_model"  # the flavor model's name in the run, beside the bundle's ``model``
 
 
@@ -69,8 +70,8 @@ def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: st
                 example = example.assign(**{column: pd.to_numeric(example[column]).astype("int64")})
     info = mlflow.pyfunc.log_model(
         name=name,
-        python_model=str(PYFUNC_CODE),
-        artifacts={"bundle": str(bundle_dir)},
+        loader_module=LOADER_MODULE,
+        data_path=str(bundle_dir),
         pip_requirements=pip_requirements(family),
         signature=signature,
         input_example=example,
@@ -87,8 +88,16 @@ def log_native(bundle_dir: str | Path, name: str = NATIVE_NAME) -> str:
     return log(bundle.model, name) if log is not None else ""
 
 
+def bundle_in(root: str | Path) -> Path:
+    """The bundle inside a logged model's folder: its pyfunc data (or, logged by older mlassets, its artifact)."""
+    conf = (yaml.safe_load((Path(root) / "MLmodel").read_text()) or {})["flavors"]["python_function"]
+    relative = conf.get("data") or conf["artifacts"]["bundle"]["path"]
+    path = (Path(root) / relative).resolve()
+    if not path.is_relative_to(Path(root).resolve()):
+        raise ValueError(f"the MLmodel file in {root} places the bundle outside the model folder ({relative!r})")
+    return path
+
+
 def bundle_path(model_uri: str) -> Path:
     """Local path of the bundle inside a logged model (downloaded if the store is remote)."""
-    root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri))
-    spec = yaml.safe_load((root / "MLmodel").read_text())
-    return root / spec["flavors"]["python_function"]["artifacts"]["bundle"]["path"]
+    return bundle_in(mlflow.artifacts.download_artifacts(artifact_uri=model_uri))

@@ -38,13 +38,14 @@ def _module(spec: str) -> ModuleType:
     source = path.read_bytes()
     name = f"mlassets_plugin_{hashlib.sha256(str(path.resolve()).encode() + source).hexdigest()[:16]}"
     if name not in sys.modules:  # once per file content: every rank and every call builds from the same module
-        loader = importlib.util.spec_from_file_location(name, path)
-        if loader is None or loader.loader is None:
-            raise PluginError(f"model.plugin: {spec!r} is not a Python file")
-        module = importlib.util.module_from_spec(loader)
+        # the bytes read (and hashed) above are the bytes run: no second read, and no bytecode cache written beside
+        # the file (a model folder's plug-in source sits in a sealed folder)
+        module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader=None,
+                                                                                 origin=str(path)))
+        module.__file__ = str(path)
         sys.modules[name] = module
         try:
-            loader.loader.exec_module(module)
+            exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - the plug-in the config names
         except Exception as exc:
             del sys.modules[name]
             raise PluginError(f"model.plugin: {spec!r} failed to import: {type(exc).__name__}: {exc}") from None
@@ -60,7 +61,9 @@ def builder(spec: str) -> Callable[..., Any]:
 
 
 def source_file(spec: str) -> Path:
-    """The file the plug-in's code is in (what its sha256 is taken of)."""
+    """The file the plug-in's code is in (what its sha256 is taken of); a file plug-in's without running it."""
+    if plugin_kind(spec) == "file":
+        return Path(spec.rpartition(":")[0])
     path = inspect.getsourcefile(_module(spec))
     if path is None:
         raise PluginError(f"model.plugin: {spec!r} has no source file to record")

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.train.feature_spec import FeatureSpec, output_size
 from mlassets.core.train.reporting import Reporter
-from mlassets.core.train.spec import FeatureSpec, output_size
 
 
 @dataclass
@@ -114,8 +114,8 @@ def read_splits(cfg: PipelineConfig, train_path: str, validation_path: str, repo
     y_train = train_df[target].to_numpy(dtype=np.float64)
     out.y_val = val_df[target].to_numpy(dtype=np.float64)
     if task == "binary":  # the model gives logits of P(target = 1): no standardizing
-        _check_binary(y_train, target, "training")
-        _check_binary(out.y_val, target, "validation")
+        check_binary(y_train, target, "training")
+        check_binary(out.y_val, target, "validation")
     else:
         out.center, out.scale = target_scaling(y_train)
     out.y = ((y_train - out.center) / out.scale).astype(np.float32)
@@ -129,7 +129,7 @@ def target_scaling(y: np.ndarray) -> tuple[float, float]:
     return float(np.median(y)), scale if np.isfinite(scale) and scale > 0 else 1.0
 
 
-def _check_binary(y: np.ndarray, target: str, what: str, offset: int = 0) -> None:
+def check_binary(y: np.ndarray, target: str, what: str, offset: int = 0) -> None:
     """``y`` holds 0 and 1 only; rows are numbered among the split's rows with a target from ``offset``."""
     bad = np.flatnonzero((y != 0) & (y != 1))
     if len(bad):

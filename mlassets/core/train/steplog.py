@@ -1,7 +1,7 @@
 """Step telemetry rows: one row per rank per step in ``<dir>/rank<r>.parquet``, and their summaries.
 
 Torch-free, so that every model family (the boosted trees too) writes the same rows the dashboard reads; the torch
-loop's timers live in ``telemetry``.
+loop's timers live in ``torch_run.timing``.
 """
 
 from array import array

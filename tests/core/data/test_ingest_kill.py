@@ -19,8 +19,8 @@ import pytest
 from mlassets.core.data.ingest import ingest_partition
 from mlassets.core.data.raw import WATCHED_BRANCH, partition_tables, raw_repo
 from mlassets.core.data.store import VersionedStore
-from mlassets.core.data.store._lakefs_tx import TX_PREFIX
 from mlassets.core.data.store.lakefs import LakeFSStore
+from mlassets.core.data.store.lakefs_tx import TX_PREFIX
 from mlassets.core.data.store.local import LocalStore
 from tests.conftest import small_flights
 from tests.core.data.store import fake_lakefs

@@ -16,9 +16,9 @@ from mlassets.core.config import ConfigError, parse_config
 from mlassets.core.diagnose.profile import analyze
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 REPO = Path(__file__).resolve().parents[3]

@@ -9,8 +9,9 @@ import pandas as pd
 from mlassets.core.diagnose import spans
 from mlassets.core.diagnose.serving_trace import trace_requests
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.artifact import ModelBundle, build_model
+from mlassets.core.train.artifact import ModelBundle
 from mlassets.core.train.synthetic import flights_like
+from mlassets.core.train.torch_run.mlp import build_model
 
 CATEGORICAL, NUMERIC = ["carrier", "origin"], ["dep_hour", "distance"]
 

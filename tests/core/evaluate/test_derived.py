@@ -16,7 +16,7 @@ from mlassets.core.data.partition_checks import validate_row_change, validate_ta
 from mlassets.core.data.schema import min_rows_of, validate_min_rows
 from mlassets.core.evaluate.derived import derive
 from mlassets.core.evaluate.gate import evaluate_gate
-from mlassets.core.evaluate.rules import UnjudgedSlice, summarize_unjudged
+from mlassets.core.evaluate.gate_rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.evaluate.scored import evaluate_models
 
 DERIVED = GateConfig(slice_min_rows=200)  # the platform's defaults: no absolute limit, no sanity range

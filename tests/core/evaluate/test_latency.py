@@ -14,6 +14,7 @@ from mlassets.core.config import GateConfig, load_config, shipped_configs
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.latency import (
     CALLS,
+    LOADED_CPU_SHARE,
     ROUNDS,
     interleaved_singles,
     latency_change,
@@ -24,7 +25,7 @@ from mlassets.core.evaluate.score import measure_models
 from mlassets.core.evaluate.scored import evaluate_models
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes, save_bundle
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 BUDGET = GateConfig(latency_budget_ms=5.0, max_size_mb=5.0, absolute_max_metric=100.0)
 
@@ -127,6 +128,48 @@ def test_the_candidate_is_judged_against_the_champion_timed_side_by_side(monkeyp
     assert latency.passed and latency.note.startswith("passed (within the limit): single-row latency 1.10x")
     assert latency.note.endswith("95% interval [-20.0%, +60.0%]")  # the interval said even where it passes plainly
     assert all(r.note == "" for r in slow.rules)  # a failed rule says its reason instead
+
+
+def descheduled(predict, ms: float):
+    """``predict``, then ``ms`` off the CPU: what a call looks like to a process that waits for a CPU on a loaded
+    host (the wall time grows, the process's CPU time does not)."""
+    def wait(frame: pd.DataFrame) -> np.ndarray:
+        out = predict(frame)
+        time.sleep(ms / 1000.0)
+        return out
+
+    return wait
+
+
+def test_a_loaded_host_leaves_the_latency_rules_unjudged():
+    """The monitoring fixture's incident, simulated: on a saturated host the candidate shows 20 ms a row (budget 5 ms)
+    and more than the champion's, and the process was on a CPU a small share of that time. Neither rule rejects it."""
+    candidate, champion = bundle([8, 4]), bundle([8, 4])
+    candidate.predict, champion.predict = descheduled(candidate.predict, 20), descheduled(champion.predict, 6)
+    perf = measure_models({"candidate": candidate, "champion": champion}, {}, rows(), rounds=3, calls=2)
+    assert perf["candidate"]["cpu_share"] == perf["champion"]["cpu_share"] < LOADED_CPU_SHARE
+    assert perf["candidate"]["single_median_ms"] >= 20 and perf["candidate"]["vs_champion_change"] > 0
+    assert "latency_budget" in {r.name for r in gate({**perf["candidate"], "cpu_share": 1.0}).failures()}  # if judged
+    result = gate(perf["candidate"])
+    latency = {r.name: r for r in result.rules if r.name.startswith("latency")}
+    assert result.passed and set(latency) == {"latency_vs_champion", "latency_budget"}
+    share = perf["candidate"]["cpu_share"] * 100
+    for r in latency.values():
+        assert r.note.startswith(f"passed (unjudged: this process was on a CPU {share:.0f}% of the wall time it timed "
+                                 "the calls, under 50%, so the host's load set the latency): single-row latency ")
+    assert latency["latency_budget"].note.endswith("ms (median of 3 rounds' medians), budget 5 ms")
+
+
+def test_the_same_latency_with_a_cpu_to_spare_is_judged():
+    """The figures of a loaded host's measurement, measured by a process that had its CPU: both rules reject."""
+    slow = {"single_median_ms": 20.0, "latency_rounds": 3, "vs_champion_change": 2.3, "vs_champion_ci_low": 2.0,
+            "vs_champion_ci_high": 2.6}
+    for share in (0.97, LOADED_CPU_SHARE, 1.8):  # 1.8: several threads on CPUs
+        failed = gate({**slow, "cpu_share": share}).failures()
+        assert [r.name for r in failed] == ["latency_vs_champion", "latency_budget"]
+        assert all(r.note == "" and r.reason for r in failed)
+    assert gate({**slow, "cpu_share": 0.2}).passed
+    assert [r.name for r in gate(slow).failures()] == ["latency_vs_champion", "latency_budget"]  # not measured: judged
 
 
 def test_size_rule_rejects_an_oversized_model(tmp_path):

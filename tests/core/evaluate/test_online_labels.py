@@ -24,12 +24,25 @@ def test_a_multiclass_variant_is_measured_from_the_probabilities_it_served(tmp_p
     labels = pd.DataFrame({"route": frame["route"], "n": np.arange(40), "class": truth})  # n as ints here
     labels.to_csv(tmp_path / "labels.csv", index=False)
     index = np.searchsorted(["a", "b", "c"], truth)
-    for metric, expected in (("logloss", -np.log(prob[np.arange(40), index]).mean()),
-                             ("accuracy", (prob.argmax(axis=1) == index).mean())):
+    for metric, rows in (("logloss", -np.log(prob[np.arange(40), index])),
+                         ("accuracy", (prob.argmax(axis=1) == index).astype(float))):
         spec = LabelSpec(["route", "n"], frozenset({"n"}), "class", "multiclass", metric)
         written = add_labels(tmp_path, tmp_path / "labels.csv", spec, "shadow")
-        assert written["variants"]["champion"] == {"labelled": 40, "value": pytest.approx(expected)}
+        assert written["variants"]["champion"] == {"labelled": 40, "value": pytest.approx(rows.mean()),
+                                                   "sums": pytest.approx([40, rows.sum(), (rows * rows).sum()])}
         assert written["variants"]["candidate"]["labelled"] == 40
+        # the shadow scored the champion's own request: each row is a pair (candidate, champion)
+        candidate = written["variants"]["candidate"]["sums"]
+        assert written["paired"]["n"] == 40
+        assert written["paired"]["sums"][:2] == pytest.approx([candidate[1], rows.sum()])
+        assert written["paired"]["sums"][4] == pytest.approx(sum(
+            a * b for a, b in zip(rows, _rows_of(metric, prob[::-1], index), strict=True)))
+
+
+def _rows_of(metric: str, prob: np.ndarray, index: np.ndarray) -> np.ndarray:
+    if metric == "logloss":
+        return -np.log(prob[np.arange(len(index)), index])
+    return (prob.argmax(axis=1) == index).astype(float)
 
 
 def test_a_binary_variant_is_measured_by_log_loss_and_keys_compare_as_the_model_reads_them() -> None:

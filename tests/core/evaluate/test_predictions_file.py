@@ -102,5 +102,8 @@ def _peak_bytes(rows: int, tmp_path: Path, chunk: int = 4000) -> int:
 
 def test_memory_does_not_grow_with_the_holdout(tmp_path: Path) -> None:
     _peak_bytes(4000, tmp_path)  # first-call costs (imports, caches) out of the way
-    small, large = _peak_bytes(40_000, tmp_path), _peak_bytes(160_000, tmp_path)
+    # each size's best of two: a one-off allocation elsewhere in the process (a cache filled, a module's lazy
+    # state) lands in one measurement, while a holdout held whole would be in both
+    small = min(_peak_bytes(40_000, tmp_path), _peak_bytes(40_000, tmp_path))
+    large = min(_peak_bytes(160_000, tmp_path), _peak_bytes(160_000, tmp_path))
     assert large < 1.25 * small, (small, large)  # four times the rows; a holdout held whole would be ~4x

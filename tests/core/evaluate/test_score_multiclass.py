@@ -11,9 +11,10 @@ import torch
 from mlassets.core.evaluate.score import has_champion, score_holdout
 from mlassets.core.evaluate.scored import evaluate_multiclass, evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
-from mlassets.core.train.artifact import ModelBundle, build_model
+from mlassets.core.train.artifact import ModelBundle
 from mlassets.core.train.mlflow_model import signature_of
 from mlassets.core.train.outputs import probabilities, served
+from mlassets.core.train.torch_run.mlp import build_model
 from tests.core.evaluate.test_multiclass import CLASSES, mc_config, penguins_like
 
 

@@ -30,7 +30,8 @@ from mlassets.core.evaluate.score import score_holdout
 from mlassets.core.evaluate.scored import evaluation_of
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.features.store import read_split, split_column, split_tables, write_features
-from mlassets.core.train.artifact import ModelBundle, build_model
+from mlassets.core.train.artifact import ModelBundle
+from mlassets.core.train.torch_run.mlp import build_model
 from tests.conftest import small_flights
 
 

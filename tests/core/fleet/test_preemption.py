@@ -21,9 +21,10 @@ from mlassets.core.fleet.spec import job_spec
 from mlassets.core.fleet.table import FleetTable
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import read_result, run_training
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.process import run_training
 from tests.core.fleet.ticks import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
@@ -65,7 +66,7 @@ def references(data, tmp_path_factory: pytest.TempPathFactory) -> dict[int, str]
             proc = subprocess.run(train_command(nproc, Path(reference.out_dir) / "job.json"), env=_env(),
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, proc.stderr[-3000:]
-        shas[nproc] = read_result(reference.out_dir).final_weights_sha256
+        shas[nproc] = read_outcome(reference.out_dir).result.final_weights_sha256
     return shas
 
 
@@ -87,6 +88,7 @@ def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, refe
         until(sched, lambda: sched.table.job(urgent_id)["state"] in ("running", "done"))
         (event,) = [e for e in sched.table.events() if e["kind"] == "preempted"]
         assert event["job_id"] == batch_id and event["lost_steps"] == 0  # the checkpoint of the step it was at
+        assert event["detail"].startswith("exit 76; checkpoint at step ")  # the ranks' status, not torchrun's 1
         step = int(event["detail"].rsplit(" ", 1)[1])
         assert 5 <= step < 16 and (Path(batch.out_dir) / "checkpoints" / f"step-{step:09d}").is_dir()
         assert sched.table.job(batch_id)["state"] in ("queued", "running")  # requeued, not failed
@@ -94,7 +96,7 @@ def test_a_preempted_run_resumes_to_the_weights_of_an_unpreempted_one(data, refe
         assert sched.table.job(batch_id)["attempts"] == 2 and sched.table.job(urgent_id)["state"] == "done"
     finally:
         sched.close()
-    result = read_result(batch.out_dir)
+    result = read_outcome(batch.out_dir).result
     assert result.resumed_from_step == step
     assert result.final_weights_sha256 == references[nproc]
     assert [e["kind"] for e in view(sched.table, sched.fleet).events] == ["preempted"]
@@ -125,5 +127,5 @@ def test_one_frozen_rank_of_two_loses_the_lease_and_the_run_resumes_to_the_same_
         assert sched.table.job(job_id)["attempts"] == 2, sched.table.events()
     finally:
         sched.close()
-    result = read_result(batch.out_dir)
+    result = read_outcome(batch.out_dir).result
     assert result.resumed_from_step > 0 and result.final_weights_sha256 == references[2]

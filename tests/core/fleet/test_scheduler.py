@@ -126,3 +126,21 @@ def test_a_slow_start_is_not_a_lost_lease(sched, fleet) -> None:
     job_id, _ = submit(sched.table, fleet, "slow", _spec(team="research"), [sys.executable, "-c", slow])
     until(sched, lambda: _beat_step(sched, job_id) > 0)
     assert sched.table.job(job_id)["attempts"] == 1 and sched.table.events() == []
+
+
+def test_a_team_holds_at_most_its_borrowing_limit_of_a_capacity(tmp_path: Path) -> None:
+    """research may hold 1 spot GPU: its second spot-first job goes on-demand although spot has a free GPU, and a
+    spot-only job waits naming the limit."""
+    data = yaml.safe_load(SHIPPED.read_text())
+    data["teams"]["research"]["borrowing_limit"] = {"spot": 1, "on-demand": 2}
+    sched = Scheduler(parse_fleet(data), FleetTable(tmp_path / "fleet.db"), {**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        first, second = (_submit(sched, n, team="research", ranks=1) for n in ("a", "b"))
+        pinned = _submit(sched, "c", team="research", ranks=1, capacity="spot")
+        sched.tick()
+        pools = {j["id"]: j["pool"] for j in sched.table.jobs("running")}
+        assert pools == {first: "spot", second: "on-demand"}
+        assert sched.table.job(pinned)["reason"] == ("waits for team research's limit of capacity spot "
+                                                     "(teams.research.borrowing_limit)")
+    finally:
+        sched.close()

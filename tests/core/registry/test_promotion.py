@@ -31,8 +31,8 @@ from mlassets.core.registry.promotion import LostRace, PromotionError, Promotion
 from mlassets.core.registry.record import RegistryRecord
 from mlassets.core.train import mlflow_model
 from mlassets.core.train.artifact import ModelBundle, save_bundle, weights_sha256
-from mlassets.core.train.model import TabularMLP
 from mlassets.core.train.result import Environment, Provenance
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 FLIGHTS = load_config(shipped_configs()["flights"])
 _SHARED: dict[str, str] = {}

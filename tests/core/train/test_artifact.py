@@ -13,7 +13,7 @@ import torch
 
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes, load_bundle, save_bundle
-from mlassets.core.train.model import TabularMLP
+from mlassets.core.train.torch_run.mlp import TabularMLP
 
 CAT = ["carrier", "origin"]
 NUM = ["distance", "temp"]

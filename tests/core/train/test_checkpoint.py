@@ -13,14 +13,14 @@ import pytest
 import torch
 import torch.distributed.checkpoint as dcp
 
-from mlassets.core.train.checkpoint import Checkpointer, load_tensors, read_metadata, step_dirs
-from mlassets.core.train.checkpoint_files import verify, write_manifest
-from mlassets.core.train.distributed import DistEnv
+from mlassets.core.train.checkpoint.files import verify, write_manifest
+from mlassets.core.train.checkpoint.manager import Checkpointer, load_tensors, read_metadata, step_dirs
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.distributed import DistEnv
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 ONE_RANK = DistEnv(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), backend="none")

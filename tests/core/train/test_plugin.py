@@ -15,11 +15,11 @@ import pytest
 
 from mlassets.core.config import ConfigError, parse_config
 from mlassets.core.train import plugin
-from mlassets.core.train.entry import read_result
 from mlassets.core.train.family import family_of
+from mlassets.core.train.feature_spec import FeatureSpec
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.spec import FeatureSpec
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.synthetic import tiny_config, write_splits
 from mlassets.examples.torch_plugin import MODEL
 
@@ -59,7 +59,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[Path, Path], 
 
 def test_a_plugin_trains_on_two_ranks_and_records_its_code(setup) -> None:
     _, model_file, reference = setup
-    result = read_result(reference)
+    result = read_outcome(reference).result
     assert result.environment.world_size == 2 and result.family == "torch"
     assert result.model_code == {"plugin": f"{model_file}:build",
                                  "plugin_sha256": hashlib.sha256(model_file.read_bytes()).hexdigest()}
@@ -82,7 +82,7 @@ def test_a_plugin_killed_mid_run_resumes_bit_identically(setup, tmp_path: Path) 
                           env=_env(), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resumed from checkpoint step-" in done.stderr
-    resumed, expected = read_result(tmp_path), read_result(reference)
+    resumed, expected = read_outcome(tmp_path).result, read_outcome(reference).result
     assert resumed.resumed_from_step >= 4
     assert resumed.final_weights_sha256 == expected.final_weights_sha256
     assert resumed.weights_sha256 == expected.weights_sha256

@@ -15,16 +15,16 @@ import pytest
 import torch
 
 from mlassets.core.config import FaultConfig, parse_config
-from mlassets.core.train.batches import Batches
-from mlassets.core.train.entry import read_result
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.loader import load_data
-from mlassets.core.train.process import run_training
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
-from mlassets.core.train.stream import scan
+from mlassets.core.train.split_stream import scan
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.global_batches import Batches
+from mlassets.core.train.torch_run.loader import load_data
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[3]
@@ -98,7 +98,7 @@ def test_two_ranks_follow_the_one_rank_trajectory_and_a_sigkill_resumes_exactly(
     resumed = run_training(TrainJob.from_json(_job(data, killed)), PrintReporter(stream=io.StringIO()))
     assert resumed.resumed_from_step >= 4  # mid-epoch: the window of step 4's rows is read and shuffled again
     assert resumed.final_weights_sha256 == result.final_weights_sha256
-    assert read_result(killed).weights_sha256 == result.weights_sha256
+    assert read_outcome(killed).result.weights_sha256 == result.weights_sha256
 
 
 def test_the_in_memory_loader_is_the_one_window_case_decoded_once(data, tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
-from mlassets.core.train.telemetry import COLUMNS, PARTS, StepLog, aggregate, read_rows, summary
+from mlassets.core.train.torch_run.process import run_training
+from mlassets.core.train.torch_run.timing import COLUMNS, PARTS, StepLog, aggregate, read_rows, summary
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 

@@ -16,13 +16,14 @@ import pytest
 import yaml
 
 from mlassets.core.config import CONFIG_DIR, parse_config
-from mlassets.core.train import loop
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.process import read_result, run_training
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.result import TrainingResult
 from mlassets.core.train.synthetic import flights_like
+from mlassets.core.train.torch_run import loop
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
@@ -71,7 +72,7 @@ def test_training_beats_median_baseline(data: tuple[Path, Path], trained: tuple[
     assert (result.best_epoch, result.val_metric) == (best["epoch"], best["val_metric"])
     assert result.n_train == 3000 and result.n_val == 1000 and result.environment.world_size == 1
     assert result.data_version == "v-test"
-    assert read_result(job.out_dir) == result  # the launcher's one way to learn of it
+    assert read_outcome(job.out_dir).result == result  # the launcher's one way to learn of it
     bundle = load_bundle(Path(job.out_dir) / "model")  # the bundle holds the best epoch's weights
     pred = bundle.predict(val)
     assert float(np.mean(np.abs(pred - val["arr_delay"]))) == pytest.approx(result.val_metric, rel=1e-6)
@@ -110,7 +111,7 @@ def test_cli_writes_result_and_model(data: tuple[Path, Path], trained: tuple[Tra
     proc = _cli(job_path)
     assert proc.returncode == 0, proc.stderr
     assert "epoch 3/3" in proc.stderr
-    result = read_result(tmp_path / "out")
+    result = read_outcome(tmp_path / "out").result
     assert result.weights_sha256 == trained[1].weights_sha256  # same bits across processes
     assert sorted(p.name for p in (tmp_path / "out" / "model").iterdir()) == [
         "MANIFEST.json", "bundle.json", "weights.pt"]
@@ -133,7 +134,7 @@ def test_cli_reports_through_dagster_pipes(data: tuple[Path, Path], tmp_path: Pa
     assert any("epoch 3/3" in line for line in logs)
     # one path for the result: the file (Pipes carries logs, not a second copy of the result)
     assert not [m for m in sent if m["method"] == "report_asset_materialization"]
-    result = read_result(tmp_path / "out")
+    result = read_outcome(tmp_path / "out").result
     assert any(str(tmp_path / "out" / "result.json") in line for line in logs)
     assert result.telemetry["steps"] == result.steps == 3 * 24  # 3 epochs of ceil(3000 / 128)
 
@@ -160,7 +161,7 @@ def test_cli_takes_a_config_file_instead_of_a_job(data: tuple[Path, Path], tmp_p
     proc = subprocess.run(command, capture_output=True, text=True, env={**base, "PYTHONPATH": str(REPO)},
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    result = read_result(tmp_path / "out")
+    result = read_outcome(tmp_path / "out").result
     assert result.data_version == "local" and [c["epoch"] for c in result.curves] == [1, 2, 3, 4]
     assert result.checkpoints[-1]["name"] == f"step-{result.steps:09d}"
     proc = subprocess.run(command[:5], capture_output=True, text=True, env={**base, "PYTHONPATH": str(REPO)},

@@ -16,8 +16,8 @@ from mlassets.core.evaluate.calibration import binary_metrics
 from mlassets.core.features.split import prepare_features
 from mlassets.core.train.artifact import BUNDLE, load_bundle, save_bundle
 from mlassets.core.train.job import TrainJob
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 WEEKS = ("2024-W01", "2024-W02", "2024-W03")  # train, validation, holdout (7 days each)

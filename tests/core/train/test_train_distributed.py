@@ -14,14 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from mlassets.core.train.checkpoint import read_metadata
+from mlassets.core.train.checkpoint.manager import read_metadata
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import CRASH_EXIT, read_result, run_training
+from mlassets.core.train.outcome import CRASH_EXIT, read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.result import TrainingResult
 from mlassets.core.train.synthetic import tiny_config, write_splits
-from mlassets.core.train.telemetry import PARTS
+from mlassets.core.train.torch_run.process import run_training
+from mlassets.core.train.torch_run.timing import PARTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[3]
@@ -45,7 +46,7 @@ def _run(job_path: Path, nproc: int = 2) -> subprocess.CompletedProcess[str]:
 
 
 def _result(out: Path) -> TrainingResult:
-    return read_result(out)
+    return read_outcome(out).result
 
 
 def _weights(out: Path) -> dict[str, torch.Tensor]:
@@ -111,11 +112,11 @@ def test_each_rank_logs_every_step_and_the_parts_cover_it(reference: Path) -> No
 def test_loader_and_allreduce_delays_show_on_every_rank(data, reference: Path, tmp_path: Path) -> None:
     proc = _run(_job(data, tmp_path, faults={"slow_loader_ms": 50, "allreduce_delay_ms": 50}))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    base, slow = _telemetry(reference), _telemetry(tmp_path)
-    for rank in (0, 1):
+    slow = _telemetry(tmp_path)
+    for rank in (0, 1):  # each fault sleeps 50 ms a step inside its part (a sleep is never shorter, whatever the load)
         for part in ("t_data_wait", "t_sync"):
-            delta = statistics.median(r[part] for r in slow[rank]) - statistics.median(r[part] for r in base[rank])
-            assert delta >= 0.040, (rank, part, delta)
+            assert min(r[part] for r in slow[rank]) >= 0.050, (rank, part, [r[part] for r in slow[rank]])
+            assert all(0.9 <= sum(r[p] for p in PARTS) / r["t_step"] <= 1.0 + 1e-9 for r in slow[rank])
     assert _result(tmp_path).final_weights_sha256 == _result(reference).final_weights_sha256
 
 
@@ -160,13 +161,13 @@ def test_sigkill_resumes_to_identical_weights(data, reference: Path, single: Pat
 
 
 def test_a_stuck_rank_fails_the_run_within_the_collective_timeout(data, tmp_path: Path) -> None:
-    job = _job(data, tmp_path, collective_timeout_s=3, faults={"slow_rank": 1, "slow_rank_ms": 600_000})
-    started = time.monotonic()
+    """Rank 1 sleeps for an hour in its first step; the others give up after 3 s and the run fails (``_run``'s
+    300 s limit raises if it waited for the sleeper instead)."""
+    job = _job(data, tmp_path, collective_timeout_s=3, faults={"slow_rank": 1, "slow_rank_ms": 3_600_000})
     proc = _run(job)
-    elapsed = time.monotonic() - started
     assert proc.returncode != 0
     assert "Timed out" in proc.stderr or "timeout" in proc.stderr.lower()
-    assert elapsed < 90, elapsed  # rank 1 sleeps for 10 minutes; the others give up after 3 s
+    assert not (tmp_path / "result.json").exists()
 
 
 def test_fsdp_writes_sharded_checkpoints_and_resumes(data, reference: Path, tmp_path: Path) -> None:

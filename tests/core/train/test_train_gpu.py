@@ -15,9 +15,9 @@ import pytest
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import train_command
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
 from mlassets.core.train.synthetic import tiny_config, write_splits
+from mlassets.core.train.torch_run.process import run_training
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:torch.distributed is disabled")]
 REPO = Path(__file__).resolve().parents[3]

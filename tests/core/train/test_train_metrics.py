@@ -8,7 +8,7 @@ from pathlib import Path
 import mlflow
 
 from mlassets.core import tracking
-from mlassets.core.train.metrics import HANDOFF, MlflowSink, NullSink, open_sink, replay
+from mlassets.core.train.metric_sinks import HANDOFF, MlflowSink, NullSink, open_sink, replay
 
 
 def _history(run_id: str, key: str) -> list[tuple[int, float]]:

@@ -107,9 +107,9 @@ def test_mlflows_own_flavor_gives_the_boosters_raw_scores(tmp_path, home) -> Non
     import mlflow
 
     from mlassets.core import tracking
-    from mlassets.core.train.families.trees_common import matrix
     from mlassets.core.train.mlflow_model import log_model, log_native, pip_requirements
     from mlassets.core.train.outputs import served
+    from mlassets.core.train.trees.common import matrix
 
     family = "xgboost"
     result = _train(family, tmp_path, "multiclass", rounds=15)

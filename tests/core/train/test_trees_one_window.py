@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from mlassets.core.config import parse_config
-from mlassets.core.train.families import trees_lightgbm, trees_xgboost
-from mlassets.core.train.families.trees_common import label, matrix
-from mlassets.core.train.families.trees_fit import Plan, Watch, fit
-from mlassets.core.train.families.trees_stream import read_tree_splits
 from mlassets.core.train.splits import Splits, read_splits
+from mlassets.core.train.trees import lightgbm_lib, xgboost_lib
+from mlassets.core.train.trees.common import label, matrix
+from mlassets.core.train.trees.fit import Plan, Watch, fit
+from mlassets.core.train.trees.rows import read_tree_splits
 from tests.core.train.trees import FAMILIES, SAMPLED, labelled, streamable, tree_config
 
 MEMORY = {"loader": "memory", "stream_window_rows": 700}  # the window is the split's, whatever this says
@@ -77,7 +77,7 @@ def _in_memory(family: str, engine, ref: Splits) -> None:
     else:
         import xgboost as xgb
 
-        types = trees_xgboost.feature_types(len(ref.pre.categorical), len(ref.pre.numeric))
+        types = xgboost_lib.feature_types(len(ref.pre.categorical), len(ref.pre.numeric))
         engine.train, engine.valid = (xgb.DMatrix(m, label=label(t), feature_types=types, enable_categorical=True,
                                                   nthread=1) for m, t in ((x, ref.y), (x_val, ref.y_val)))
 
@@ -88,7 +88,7 @@ def test_one_window_gives_the_boosters_the_in_memory_matrices_give(family, task,
     train, val = _splits(tmp_path, task)
     cfg = parse_config(tree_config(family, {**SAMPLED, "rounds": 20, "early_stopping_rounds": 0}, task=task,
                                    **MEMORY))
-    lib = trees_lightgbm if family == "lightgbm" else trees_xgboost
+    lib = lightgbm_lib if family == "lightgbm" else xgboost_lib
     splits, ref = read_tree_splits(cfg, train, val, None), read_splits(cfg, train, val, None)
     engines = {"window": lib.Engine(cfg, splits, 1), "matrices": lib.Engine(cfg, splits, 1)}
     _in_memory(family, engines["matrices"], ref)

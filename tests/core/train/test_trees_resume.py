@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from mlassets.core.train.artifact import load_bundle
-from mlassets.core.train.entry import read_result
 from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import InjectedCrash
 from mlassets.core.train.job import TrainJob
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from tests.core.train.trees import FAMILIES, SAMPLED, command, kill_after, model_bytes, tree_config, tree_job
 
@@ -35,7 +35,7 @@ def test_a_run_killed_between_checkpoints_ends_with_the_same_booster(family, tmp
     assert not (killed.parent / "checkpoints" / "step-000000050").exists()
     subprocess.run(command(killed), env=env, check=True, capture_output=True)
 
-    a, b = read_result(whole.parent), read_result(killed.parent)
+    a, b = read_outcome(whole.parent).result, read_outcome(killed.parent).result
     assert (a.resumed_from_step, a.attempt) == (0, 1)
     assert b.attempt == 2 and b.resumed_from_step in (20, 30, 40), b.resumed_from_step  # later if the kill was late
     assert model_bytes(whole.parent) == model_bytes(killed.parent)  # the bundle's model file, byte for byte

@@ -13,13 +13,13 @@ import pytest
 
 from mlassets.core.config import parse_config
 from mlassets.core.train.artifact import load_bundle
-from mlassets.core.train.entry import read_result
-from mlassets.core.train.families.trees_common import matrix
-from mlassets.core.train.families.trees_stream import read_tree_splits
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.objectives import validation_metric
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
+from mlassets.core.train.trees.common import matrix
+from mlassets.core.train.trees.rows import read_tree_splits
 from tests.core.train.trees import FAMILIES, SAMPLED, kill_after, model_bytes, streamable, tree_config, tree_job
 
 STREAM = {"loader": "stream", "stream_window_rows": 700}  # reads of 700 rows across row groups of 1000
@@ -84,7 +84,7 @@ def test_a_streamed_run_killed_between_checkpoints_ends_with_the_same_booster(fa
     assert resumed.attempt == 2 and resumed.resumed_from_step in (10, 20), resumed.resumed_from_step
     assert model_bytes(tmp_path / "whole") == model_bytes(killed.parent)  # the bundle's model file, byte for byte
     assert (whole.final_weights_sha256, whole.curves) == (resumed.final_weights_sha256, resumed.curves)
-    a, b = Path(whole.final_checkpoint), Path(read_result(killed.parent).final_checkpoint)
+    a, b = Path(whole.final_checkpoint), Path(read_outcome(killed.parent).result.final_checkpoint)
     assert a.name == b.name == "step-000000030"
     for path in sorted(a.iterdir()):  # the model, the carried scores (LightGBM's), the progress
         assert path.read_bytes() == (b / path.name).read_bytes(), path.name

@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mlassets.core.train.entry import read_result
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.launch import node_command
+from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.synthetic import tiny_config, write_splits
 
 pytestmark = pytest.mark.e2e
@@ -66,7 +66,7 @@ def test_a_node_killed_mid_run_resumes_on_two_nodes_to_the_same_weights(tmp_path
     reference = tmp_path / "reference"
     for code, err in _finish(_start_nodes(_job(data, reference), "ref")):
         assert code == 0, err[-3000:]
-    expected = read_result(reference)
+    expected = read_outcome(reference).result
     assert expected.environment.world_size == 2
 
     out = tmp_path / "killed"
@@ -87,7 +87,7 @@ def test_a_node_killed_mid_run_resumes_on_two_nodes_to_the_same_weights(tmp_path
     results = _finish(_start_nodes(_job(data, out), "run-2"))  # the retry: both nodes again, a new rendezvous
     for code, err in results:
         assert code == 0, err[-3000:]
-    resumed = read_result(out)
+    resumed = read_outcome(out).result
     assert resumed.resumed_from_step >= 4 and resumed.environment.world_size == 2
     assert resumed.final_weights_sha256 == expected.final_weights_sha256
     assert resumed.weights_sha256 == expected.weights_sha256

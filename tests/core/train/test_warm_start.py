@@ -13,10 +13,10 @@ import torch
 
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train.artifact import load_bundle
-from mlassets.core.train.model import TabularMLP
-from mlassets.core.train.process import run_training
 from mlassets.core.train.reporting import PrintReporter
-from mlassets.core.train.warm_start import mapped_state
+from mlassets.core.train.torch_run.mlp import TabularMLP
+from mlassets.core.train.torch_run.process import run_training
+from mlassets.core.train.torch_run.warm_start import mapped_state
 from tests.core.train.test_train import _config, _job, data  # noqa: F401 - the synthetic splits fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")

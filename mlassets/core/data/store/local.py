@@ -14,10 +14,8 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from mlassets.core.data.store import _local_db as db
-from mlassets.core.data.store import _local_prune
-from mlassets.core.data.store._local_tx import LocalTransaction
-from mlassets.core.data.store._tx import run
+from mlassets.core.data.store import local_db as db
+from mlassets.core.data.store import local_prune
 from mlassets.core.data.store.base import (
     Change,
     Commit,
@@ -31,6 +29,8 @@ from mlassets.core.data.store.base import (
     validate_ref,
     validate_repo,
 )
+from mlassets.core.data.store.local_tx import LocalTransaction
+from mlassets.core.data.store.transaction import run
 
 
 class LocalStore:
@@ -127,11 +127,13 @@ class LocalStore:
     def prune_transactions(self, repo: str, older_than_s: float = 3600.0) -> list[str]:
         """Delete the commits of ``repo`` no branch or tag reaches (staged commits of transactions, a killed
         writer's among them) older than ``older_than_s``; their objects go with ``prune_objects``."""
-        return _local_prune.prune_commits(self, repo, older_than_s)
+        with self._tx() as conn:
+            return local_prune.prune_commits(conn, repo, older_than_s)
 
     def prune_objects(self, older_than_s: float = 3600.0) -> tuple[int, int]:
         """Delete object files no commit of any repository refers to, older than ``older_than_s``; (files, bytes)."""
-        return _local_prune.prune_objects(self, older_than_s)
+        with self._tx() as conn:
+            return local_prune.prune_objects(conn, self.objects, older_than_s)
 
     def resolve(self, repo: str, ref: str) -> str:
         """The full commit id that a branch, tag or commit id names. NotFound otherwise."""
@@ -193,7 +195,7 @@ class LocalStore:
         self, repo: str, branch: str, message: str, metadata: Mapping[str, str] | None = None, *,
         expected_head: str | None = None, allow_empty: bool = False,
     ) -> Iterator[LocalTransaction]:
-        """Stage writes on top of ``branch``'s head; land them as one commit on exit (see ``_local_tx``)."""
+        """Stage writes on top of ``branch``'s head; land them as one commit on exit (see ``local_tx``)."""
         with run(LocalTransaction(self, repo, branch, message, metadata, expected_head, allow_empty)) as tx:
             yield tx
 

@@ -98,9 +98,9 @@ def _hang(event: Any) -> Any:
 def _doomed_writer(store: VersionedStore, repo: str, phase: str, event: Any) -> None:
     if phase == "landing":  # block inside the landing step itself, then get killed there
         if store.backend == "local":
-            from mlassets.core.data.store import _local_db
+            from mlassets.core.data.store import local_db
 
-            _local_db.insert_commit = _hang(event)  # inside BEGIN IMMEDIATE: holds sqlite's write lock
+            local_db.insert_commit = _hang(event)  # inside BEGIN IMMEDIATE: holds sqlite's write lock
         else:
             import lakefs_sdk
 
@@ -144,7 +144,7 @@ def test_writer_killed_mid_transaction_leaves_old_head(store: VersionedStore, re
 def _hidden_branches(store: VersionedStore, repo: str) -> list[str]:
     if store.backend != "lakefs":
         return []
-    from mlassets.core.data.store._lakefs_tx import TX_PREFIX
+    from mlassets.core.data.store.lakefs_tx import TX_PREFIX
 
     page = store.api.branches_api.list_branches(repo, prefix=TX_PREFIX, show_hidden=True)
     return [r.id for r in page.results]

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mlassets.core.data.store._lakefs_api import ACCESS_KEY_ENV, ENDPOINT_ENV, SECRET_KEY_ENV
 from mlassets.core.data.store.lakefs import LakeFSStore
+from mlassets.core.data.store.lakefs_api import ACCESS_KEY_ENV, ENDPOINT_ENV, SECRET_KEY_ENV
 
 if not all(os.environ.get(v) for v in (ENDPOINT_ENV, ACCESS_KEY_ENV, SECRET_KEY_ENV)):
     pytest.skip(f"no real lakeFS configured: set {ENDPOINT_ENV}, {ACCESS_KEY_ENV} and {SECRET_KEY_ENV} to run the"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mlassets.core.data.store import _local_db
+from mlassets.core.data.store import local_db
 from mlassets.core.data.store.local import LocalStore
 
 
@@ -31,7 +31,7 @@ def test_crash_before_or_inside_transaction_leaves_head(
     store: LocalStore, monkeypatch: pytest.MonkeyPatch, target: str
 ) -> None:
     before = store.resolve("crash", "main")
-    monkeypatch.setattr(_local_db, target, _crash)
+    monkeypatch.setattr(local_db, target, _crash)
     with pytest.raises(Crash):
         store.commit("crash", "main", {"a": b"new", "b": b"added"}, "crashes")
     monkeypatch.undo()
@@ -48,7 +48,7 @@ def test_crash_inside_merge_leaves_destination(store: LocalStore, monkeypatch: p
     store.create_branch("crash", "feature", "main")
     store.commit("crash", "feature", {"f": b"1"}, "feature")
     before = store.resolve("crash", "main")
-    monkeypatch.setattr(_local_db, "insert_commit", _crash)
+    monkeypatch.setattr(local_db, "insert_commit", _crash)
     with pytest.raises(Crash):
         store.merge("crash", "feature", "main")
     monkeypatch.undo()
