@@ -41,9 +41,51 @@ def test_the_matcher_checks_what_matters() -> None:
     assert missing(["rebuild of m version 3: identical predictions"], "rebuild of m version 2: identical predictions")
 
 
-@pytest.mark.e2e
-@pytest.mark.timeout(1200)  # the longest page took 383 s on 2 busy cores; each command has 600 s (console.py)
-@pytest.mark.parametrize("page", PAGES)
-def test_tutorial(page: str, tmp_path: Path) -> None:
-    port = _free_port()
-    check(TUTORIALS / page, tmp_path, replace={"8931": port})
+def _run(page: str, tmp_path: Path) -> None:
+    check(TUTORIALS / page, tmp_path, replace={"8931": _free_port()})
+
+
+# One class per page: `pytest -n 2 --dist loadscope` keeps a class on one worker, so the pages spread over the
+# workers instead of queueing behind each other in one module's scope.
+E2E = [pytest.mark.e2e, pytest.mark.timeout(1200)]  # the longest page took 383 s on 2 busy cores; a command has 600 s
+
+
+class TestOwnData:
+    pytestmark = E2E
+
+    def test_page(self, tmp_path: Path) -> None:
+        _run("own-data.md", tmp_path)
+
+
+class TestOwnModelTorch:
+    pytestmark = E2E
+
+    def test_page(self, tmp_path: Path) -> None:
+        _run("own-model-torch.md", tmp_path)
+
+
+class TestOwnModelLightgbm:
+    pytestmark = E2E
+
+    def test_page(self, tmp_path: Path) -> None:
+        _run("own-model-lightgbm.md", tmp_path)
+
+
+class TestServing:
+    pytestmark = E2E
+
+    def test_page(self, tmp_path: Path) -> None:
+        _run("serving.md", tmp_path)
+
+
+class TestSharingGpus:
+    pytestmark = E2E
+
+    def test_page(self, tmp_path: Path) -> None:
+        _run("sharing-gpus.md", tmp_path)
+
+
+def test_every_tutorial_page_has_its_class() -> None:
+    classes = [c for name, c in globals().items() if name.startswith("Test") and isinstance(c, type)]
+    named = {c.__name__.removeprefix("Test").lower() for c in classes}
+    assert {p.removesuffix(".md").replace("-", "") for p in PAGES} == named
