@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast soak ui bench lint lock clean chromium postgres
+.PHONY: demo test test-fast soak ui bench docs reference screenshots lint lock clean chromium postgres
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "mlassets needs Python 3.11 (set PYTHON=python3.11)")'
@@ -20,14 +20,16 @@ demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 JOBS   ?= 2
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadscope
 
-test: $(STAMP) chromium postgres  ## lint and types, then the whole test suite
+test: $(STAMP) chromium postgres  ## lint, types, the docs site's strict build, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(PYTEST) --durations=25 $(ARGS)
 
-test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, then every test not marked e2e (CI runs `make test`)
+test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, types, the docs' strict build, every test not marked e2e
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(PYTEST) --durations=10 -m "not e2e" $(ARGS)
 
 soak: $(STAMP) postgres  ## the PostgreSQL soak at full length: 20 data versions and a daemon crash (`make test` runs 6)
@@ -51,6 +53,16 @@ ui: $(STAMP)  ## Dagster UI on 127.0.0.1:3000 and MLflow UI on 127.0.0.1:5000
 bench: $(STAMP)  ## benchmarks: one table of ratios measured in one run
 	$(BIN)/python -m bench
 
+# test and test-fast run `mkdocs build --strict` (a broken link, a missing page or a page out of the nav fails them)
+docs: $(STAMP)  ## the documentation site on http://127.0.0.1:8000 (docs/, mkdocs.yml)
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+reference: $(STAMP)  ## regenerate docs/reference/ from the code (config dataclasses, CLI, OpenAPI, metrics, assets)
+	$(BIN)/python -m mlassets.cli.reference
+
+screenshots: $(STAMP) chromium  ## docs/img/: the demo's UIs in headless Chromium (runs a demo in a temporary home)
+	$(BIN)/python scripts/docs_screenshots.py
+
 lock:  ## re-resolve requirements.lock from pyproject.toml in a scratch venv
 	rm -rf /tmp/mlassets-lock && $(PYTHON) -m venv /tmp/mlassets-lock
 	/tmp/mlassets-lock/bin/pip install --quiet '.[test]'
@@ -58,4 +70,4 @@ lock:  ## re-resolve requirements.lock from pyproject.toml in a scratch venv
 	 /tmp/mlassets-lock/bin/pip freeze --all --exclude-editable | grep -vE '^(pip|mlassets)==' | sed 's/+cpu$$//') > requirements.lock
 
 clean:
-	rm -rf $(VENV) .mlassets
+	rm -rf $(VENV) .mlassets build/site

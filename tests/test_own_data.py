@@ -1,6 +1,6 @@
-"""A user's own data with a YAML file and the CLI alone: the README's sales walk-through, a real public dataset
-shipped as a file by a package (vega_datasets' Seattle weather) to a champion and an identical rebuild, and a
-table with no time column (palmerpenguins) through the hash split to a champion."""
+"""A user's own data with a YAML file and the CLI alone: the own-data tutorial's sales walk-through, a real public
+dataset shipped as a file by a package (vega_datasets' Seattle weather) to a champion and an identical rebuild, and
+a table with no time column (palmerpenguins) through the hash split to a champion."""
 
 from __future__ import annotations
 

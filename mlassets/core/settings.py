@@ -149,7 +149,7 @@ def check() -> str:
 
 def _message(names: Iterable[str]) -> str:
     return (f"{PROFILE_ENV}=production needs these variables set: {', '.join(names)} "
-            "(see README, 'Beyond one machine')")
+            "(see docs/how-to/production.md)")
 
 
 # ------------------------------------------------------------------ secrets: what must never be shown

@@ -1,6 +1,7 @@
-"""The README's fleet walk-through: a demo ``fleet.yaml`` (the shipped one with a 10-second lease, so a frozen rank
-is seen losing it) and small training job files on synthetic flights-like data: a slowed-down ``batch`` run to be
-preempted, its ``reference`` (the same run, trained alone, for the weights), an ``urgent`` run, and ``frozen``."""
+"""The fleet walk-through (docs/tutorials/sharing-gpus.md): a demo ``fleet.yaml`` (the shipped one with a 10-second
+lease, so a frozen rank is seen losing it) and small training job files on synthetic flights-like data: a
+slowed-down ``batch`` run to be preempted, its ``reference`` (the same run, trained alone, for the weights), an
+``urgent`` run, and ``frozen``."""
 
 from __future__ import annotations
 

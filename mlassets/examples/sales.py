@@ -1,8 +1,9 @@
 """``mlassets example sales DIR``: daily unit sales of shops in six cities, one CSV per month, and their config.
 
-Deterministic (the same files on any machine), made by this project for the README's walk-through: units depend
-on the city, the weekday, a promotion flag and the temperature; they are never negative, so the config bounds the
-model's output at 0. The config is written next to the data and reads it by a relative path.
+Deterministic (the same files on any machine), made by this project for the own-data tutorial
+(docs/tutorials/own-data.md): units depend on the city, the weekday, a promotion flag and the temperature; they are
+never negative, so the config bounds the model's output at 0. The config is written next to the data and reads it by
+a relative path.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from mlassets.serve import rows
 from mlassets.serve.batcher import Batcher, Stopped
 from mlassets.serve.features import FeatureLookup
 from mlassets.serve.online_router import Online, fixed
+from mlassets.serve.openapi import install
 from mlassets.serve.swap import Champion
 from mlassets.serve.telemetry import FIRST_BYTE, Metrics, RequestTrace
 
@@ -220,13 +221,16 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
     # Starlette routes: the request as it came, without FastAPI's parameter solving on every request
     app.add_route("/invocations", invocations, methods=["POST"])
     app.add_route("/predict", predict, methods=["POST"])
+    install(app, schema)  # the two routes above, in GET /openapi.json
 
     @app.get("/health")
     async def health() -> dict[str, str]:
+        """Answers while the process lives."""
         return {"status": "ok"}
 
     @app.get("/ready")
     async def ready() -> JSONResponse:
+        """The version being served, on what basis, and the columns it takes; 503 until the batcher runs."""
         model = champion.current
         ok = batcher.running
         return JSONResponse({"ready": ok, "model": model.name, "version": model.version, "basis": model.basis,
@@ -234,10 +238,12 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
 
     @app.get("/online")
     async def online_test() -> dict[str, Any]:
+        """The online test in progress (canary or shadow) and each variant's figures."""
         return tests.state()
 
     @app.get("/metrics")
     async def prometheus() -> Response:
+        """Prometheus text: requests, latency, queue depth, batches, errors, swaps, the served version."""
         metrics.queue_depth.set(batcher.depth)
         metrics.version.labels(champion.name).set(float(champion.current.version))
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

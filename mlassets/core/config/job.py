@@ -24,13 +24,22 @@ def check_name(key: str, value: str) -> str:
 
 @dataclass(frozen=True)
 class FleetJobConfig:
-    team: str = "default"  # whose quota and budget the run counts against (fleet.yaml teams)
-    priority: str = "batch"  # a priority class of fleet.yaml
-    ranks: int = 0  # 0: training.nproc
+    """The job spec of a training run on a shared GPU fleet (`fleet.yaml` names the teams and classes)."""
+
+    team: str = "default"
+    """The run's team in `fleet.yaml`: whose GPU quota and budget it counts against."""
+    priority: str = "batch"
+    """A priority class of `fleet.yaml`."""
+    ranks: int = 0
+    """Ranks of the job (GPUs = ranks x GPUs per rank); 0: `training.nproc`."""
     gpus_per_rank: int = 1
-    expected_minutes: float = 60.0  # what admission prices and the lease's overrun warning uses
+    """GPUs each rank uses."""
+    expected_minutes: float = 60.0
+    """What admission prices, and what the lease's overrun warning compares with."""
     capacity: Literal["spot", "on-demand", "spot-first"] = "spot-first"
-    preemptible: bool = True  # a higher priority class may stop it (SIGTERM, checkpoint, requeue)
+    """`spot`, `on-demand`, or `spot-first` (spot, falling back to on-demand)."""
+    preemptible: bool = True
+    """A higher priority class may stop it (SIGTERM, checkpoint, requeue)."""
 
     def __post_init__(self) -> None:
         check_name("fleet.team", self.team)

@@ -1,4 +1,8 @@
-"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``checks`` checks it."""
+"""The pipeline config, one frozen dataclass per YAML section; ``load`` reads it, ``checks`` checks it.
+
+Each field's meaning is the string right below it (an attribute docstring): ``python -m mlassets.cli.reference``
+renders every key, its type, its default and that meaning into ``docs/reference/config.md``.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from mlassets.core.config.lifecycle import GateConfig as GateConfig
 from mlassets.core.config.lifecycle import MonitoringConfig as MonitoringConfig
 from mlassets.core.config.lifecycle import TuningConfig as TuningConfig
 from mlassets.core.config.serving import ServingConfig
+from mlassets.core.config.training import FaultConfig as FaultConfig
+from mlassets.core.config.training import ProfileConfig as ProfileConfig
+from mlassets.core.config.training import TrainingConfig as TrainingConfig
 from mlassets.core.config.typed import ConfigError
 
 MISSING_VALUES = ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A")  # read as missing
@@ -21,19 +28,31 @@ MISSING_VALUES = ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", 
 
 @dataclass(frozen=True)
 class ColumnSpec:
+    """One column of a source table: its type and the values it may hold (checked at ingest and validation)."""
+
     dtype: Literal["int", "float", "str", "datetime"]
+    """The column's type."""
     nullable: bool = False
+    """Missing values (null, NaN, an empty CSV cell) are allowed."""
     min: float | None = None
+    """Inclusive lower bound of a numeric column."""
     max: float | None = None
+    """Inclusive upper bound of a numeric column."""
     allowed: list[str] | None = None
-    min_date: str | None = None  # datetime columns: inclusive ISO bounds, read as UTC ("2013-01-01")
+    """The values a `str` column may take (case matters: `Paris` is not `paris`)."""
+    min_date: str | None = None
+    """Inclusive ISO lower bound of a datetime column, read as UTC (`2013-01-01`)."""
     max_date: str | None = None
-    format: str | None = None  # datetime columns: a strftime format matched exactly ("%d/%m/%Y"); none: ISO 8601
-    from_columns: dict[str, str] | None = None  # datetime columns: built from {year: col, month: col, day: col}
+    """Inclusive ISO upper bound of a datetime column, read as UTC."""
+    format: str | None = None
+    """Files: how a datetime column is written, a `strftime` format matched exactly (`"%d/%m/%Y"`); unset: ISO 8601.
+    Anything else is rejected naming the file, column, row and value (`2009.5` is not a date)."""
+    from_columns: dict[str, str] | None = None
+    """Files: build a datetime column from whole numbers of other int columns, `{year: year, month: month}` (`day`
+    too; missing parts are 1), e.g. for the time split of a table of years and months."""
 
     def __post_init__(self) -> None:
         import datetime
-
 
         for name in ("min_date", "max_date"):
             value = getattr(self, name)
@@ -52,16 +71,24 @@ class TableConfig:
     """A source table other than the main one (e.g. the weather joined to flights): validated like it."""
 
     columns: dict[str, ColumnSpec]
-    key: list[str] = field(default_factory=list)  # unique per partition, when given
-    path: str = ""  # files source: where this table's file of a partition is (``{partition}`` in it)
+    """The table's columns, each as in `dataset.columns`."""
+    key: list[str] = field(default_factory=list)
+    """Columns unique per partition (validated), when given."""
+    path: str = ""
+    """Files: where this table's file of a partition is, with `{partition}` (relative to the config file)."""
 
 
 @dataclass(frozen=True)
 class PartitionsConfig:
     """How a dataset arrives: one partition per key, added as it is ingested (a month, a week, a year, a name)."""
 
-    pattern: str = "any"  # YYYY-MM, YYYY, YYYY-Www (ISO week), YYYY-MM-DD, any, or a regular expression
-    keys: list[str | int] = field(default_factory=list)  # the keys a demo plays, in order; bare years (2009) too
+    pattern: str = "any"
+    """What a partition key looks like: `YYYY-MM`, `YYYY`, `YYYY-Www` (ISO week), `YYYY-MM-DD`, `any`, or a regular
+    expression. The first four are periods: a partition's rows must lie in its period (by `time_column`, a day of
+    slack for time zones) and hold no key of another partition, or the ingest is refused naming the dates seen."""
+    keys: list[str | int] = field(default_factory=list)
+    """The keys `mlassets demo` plays, in order (ingest takes any key that fits the pattern); bare years
+    (`[2009, 2010]`) are keys too."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "keys", [str(k) for k in self.keys])  # YAML reads 2009 as a number
@@ -69,30 +96,59 @@ class PartitionsConfig:
 
 @dataclass(frozen=True)
 class DatasetConfig:
+    """Where the data comes from, what it looks like, and the blocking checks of every new partition."""
+
     name: str
-    source: str  # nycflights13, orders, files, or a plug-in: package.module:function
+    """The dataset; asset keys are prefixed by it (`sales/…`) and its store repository is named after it."""
+    source: str
+    """`files`, `nycflights13`, `orders`, or a plug-in `package.module:function` called with the partition key that
+    returns a DataFrame (or `{table: DataFrame}`)."""
     target: str
+    """The column to predict."""
     key: list[str]
+    """Columns unique per partition (validated); the hash split hashes them."""
     slices: list[str]
+    """Columns whose values the gate judges one by one."""
     columns: dict[str, ColumnSpec]
+    """The main table's columns by name; undeclared columns are not stored."""
     partitions: PartitionsConfig = field(default_factory=PartitionsConfig)
-    time_column: str | None = None  # needed by the time split; without one, split by hash of the key
-    path: str = ""  # files source: the main table's file of a partition, e.g. data/sales_{partition}.csv
-    format: Literal["auto", "csv", "parquet"] = "auto"  # files source; auto: by the file's extension
-    partition_column: str | None = None  # files source: a file holds many partitions; keep this column's rows
-    missing_values: list[str] = field(default_factory=lambda: list(MISSING_VALUES))  # files source: CSV cells
-    task: Literal["regression", "binary", "multiclass"] = "regression"  # binary: 0/1, models give P(1); multiclass:
-    # the target's values are the classes (str or int), models give one probability per class
-    drop_missing_target: bool = False  # rows without a target are dropped from training and evaluation
-    min_rows: int | None = None  # per partition; none: derived from the partitions seen (data.schema.min_rows_of)
-    sample_fraction: float = 1.0  # < 1: a deterministic sample of each month (tests, quick demos)
-    memory_budget_mb: int = 1024  # ingest, validation, features and the split export read and write in batches sized
-    # to this budget (MiB), not to the data (see mlassets.core.data.budget)
-    # Blocking count and distribution checks of new partitions against the rest of the version:
-    row_change_band: float | None = None  # rows vs the others' mean; none: derived (data.partition_checks.row_band)
-    target_mean_band: float | None = None  # |mean - reference mean| <= band * reference std; none: data.bands
-    target_quantile_band: float | None = None  # quartiles: |q - reference q| <= band * reference IQR; none: derived
-    tables: dict[str, TableConfig] = field(default_factory=dict)  # every other table the source delivers
+    """How partition keys look and which ones the demo plays."""
+    time_column: str | None = None
+    """A datetime column; needed by `features.split: time` (without one, split by a hash of the key)."""
+    path: str = ""
+    """Files: the main table's file of a partition, with `{partition}` (relative to the config file); a folder or a
+    glob per partition works too."""
+    format: Literal["auto", "csv", "parquet"] = "auto"
+    """Files: `csv`, `parquet`, or `auto`: by the file's extension (`.tsv` is tab-separated)."""
+    partition_column: str | None = None
+    """Files: one file holds many partitions; keep the rows of this column's partition (a date column's year,
+    month, ISO week or day, by the pattern; else the value)."""
+    missing_values: list[str] = field(default_factory=lambda: list(MISSING_VALUES))
+    """Files: CSV cells read as missing."""
+    task: Literal["regression", "binary", "multiclass"] = "regression"
+    """`binary`: a 0/1 target, models give P(1); `multiclass`: the target's values (`str` or `int`) are the classes,
+    models give one probability per class."""
+    drop_missing_target: bool = False
+    """Rows without a target are dropped (and counted) before the split instead of rejected at ingest."""
+    min_rows: int | None = None  # derived: data.schema.min_rows_of
+    """Rows a partition must have; unset: a tenth of the median of the other partitions (1 for the first), said by
+    ingest."""
+    sample_fraction: float = 1.0
+    """Below 1: a deterministic sample of each partition (quick runs)."""
+    memory_budget_mb: int = 1024  # see mlassets.core.data.budget
+    """MiB the data stages (ingest, validation, features, the split export) size their batches to, not the data;
+    at least 64."""
+    row_change_band: float | None = None  # derived: data.partition_checks.row_band
+    """A new partition's rows (per calendar day of `time_column` when it has one) within this share of the others'
+    mean; unset: twice the spread the partitions seen show, at least ±50%, and nothing refused while only one
+    earlier partition is seen."""
+    target_mean_band: float | None = None  # derived: data.bands
+    """A new partition's target mean within this many reference standard deviations; unset: twice the largest shift
+    one seen partition shows against the others, at least 0.5."""
+    target_quantile_band: float | None = None
+    """A new partition's target quartiles within this many reference IQRs; unset: derived as the mean band is."""
+    tables: dict[str, TableConfig] = field(default_factory=dict)
+    """Every other table the source delivers (the flights' weather), validated like the main one."""
 
     def __post_init__(self) -> None:
         for name in ("row_change_band", "target_mean_band", "target_quantile_band"):
@@ -102,101 +158,73 @@ class DatasetConfig:
 
 @dataclass(frozen=True)
 class FeaturesConfig:
+    """The model's input columns and how a data version is split into train, validation and holdout rows."""
+
     categorical: list[str]
+    """Categorical feature columns (embedded by the networks, native categories for the trees)."""
     numeric: list[str]
+    """Numeric feature columns (standardized; missing values: the training mean)."""
     holdout_days: int = 7
+    """Time split: the newest days of the version are the holdout."""
     validation_days: int = 7
+    """Time split: the days before the holdout validate (monthly rows need `62`, two months)."""
     train_window_months: int = 12
-    timezone: str = "UTC"  # days for the time split are counted in this zone
-    split: Literal["time", "hash"] = "time"  # hash: by a stable hash of dataset.key (no time needed)
-    validation_fraction: float = 0.15  # hash split: share of the rows in validation ...
-    holdout_fraction: float = 0.15  # ... and in the holdout; the rest trains
-    split_seed: int = 0  # hash split: another seed, another (stable) assignment
+    """Time split: training rows are at most this old."""
+    timezone: str = "UTC"
+    """Time split: days are counted in this zone."""
+    split: Literal["time", "hash"] = "time"
+    """`time` (by day) or `hash` (by a stable hash of `dataset.key`: no time column needed)."""
+    validation_fraction: float = 0.15
+    """Hash split: the share of the rows that validates."""
+    holdout_fraction: float = 0.15
+    """Hash split: the share of the rows in the holdout; the rest trains."""
+    split_seed: int = 0
+    """Hash split: another seed, another (stable) assignment."""
 
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """What trains: the registered model's name, the family and its parameters."""
+
     registered_name: str
+    """The MLflow registered model (several configs may share one: their candidates compete for one champion)."""
     family: Literal["mlp", "torch", "lightgbm", "xgboost"] = "mlp"  # see mlassets.core.train.family
-    plugin: str = ""  # family torch: package.module:function, or path/to/file.py:function (from the config's folder)
-    params: dict[str, Any] = field(default_factory=dict)  # the family's own: a plug-in's, the trees' (num_leaves ...)
-    embedding_dim: int = 8  # family mlp: the built-in network's sizes
+    """`mlp` (the built-in network), `torch` (your module, `model.plugin`), `lightgbm` or `xgboost` (boosted trees,
+    one process)."""
+    plugin: str = ""
+    """Family `torch`: `package.module:function` or `path/to/file.py:function` (from the config's folder) that builds
+    your `nn.Module`."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The family's own: a plug-in's keyword arguments, or the trees' `rounds`, `early_stopping_rounds`,
+    `learning_rate`, `num_leaves`, `max_depth`, `min_child_samples`, `feature_fraction`, `bagging_fraction`,
+    `lambda_l2`, `max_bin`, `max_cat_to_onehot` (names and ranges checked at load)."""
+    embedding_dim: int = 8
+    """Family `mlp`: the size of each category's embedding."""
     hidden: list[int] = field(default_factory=lambda: [64, 32])
+    """Family `mlp`: the hidden layers' widths."""
     dropout: float = 0.0
-    output_min: float | None = None  # a bounded target (e.g. 0 for sales): predictions are clipped, served too
+    """Family `mlp`: dropout after each hidden layer."""
+    output_min: float | None = None
+    """A bound applied to every prediction, served ones too (e.g. 0 for sales)."""
     output_max: float | None = None
-
-
-@dataclass(frozen=True)
-class FaultConfig:
-    """Fault injection for tests, demos and the dashboard; everything off by default."""
-
-    slow_loader_ms: float = 0.0  # added to every batch fetch, every rank
-    slow_rank: int = -1  # this rank sleeps slow_rank_ms per step
-    slow_rank_ms: float = 0.0
-    allreduce_delay_ms: float = 0.0  # added inside the gradient all-reduce
-    heavy_compute: int = 0  # extra matmuls per step
-    crash_at_step: int = -1  # raise at this global step (once per run directory)
-    crash_rank: int = 0  # the rank that crashes at crash_at_step; -1: every rank
-    slow_input_rank: int = -1  # this rank's input path waits slow_input_ms per batch fetch (a straggler's host)
-    slow_input_ms: float = 0.0
-    slow_checkpoint_ms: float = 0.0  # added to every checkpoint write (a slow disk or object store)
-
-
-@dataclass(frozen=True)
-class ProfileConfig:
-    """``torch.profiler`` traces of a window of steps on every rank, for HolisticTraceAnalysis; off by default."""
-
-    steps: int = 0  # steps recorded per rank; 0: no profiling
-    wait: int = 2  # steps skipped first (start-up)
-    warmup: int = 1  # steps profiled but thrown away (profiler start-up)
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "wait", "warmup"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"training.profile.{name}: must be >= 0, got {getattr(self, name)}")
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    epochs: int = 4
-    batch_size: int = 512  # global batch, split across ranks
-    lr: float = 0.003
-    weight_decay: float = 0.0
-    loss: Literal["auto", "l1", "mse", "huber", "bce", "cross_entropy"] = "auto"  # auto: l1, bce, cross_entropy
-    seed: int = 42
-    threads: int = 1  # per rank
-    nproc: int = 1  # ranks on this node (torchrun --nproc-per-node)
-    backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl on CUDA, gloo on CPU
-    precision: Literal["fp32", "bf16"] = "fp32"  # bf16 autocast on GPU only
-    sharding: Literal["ddp", "fsdp"] = "ddp"  # fsdp: FSDP2 fully_shard, sharded checkpoints
-    checkpoint_every_steps: int = 0  # 0: at the end of every epoch only
-    checkpoint_every_minutes: float = 0.0
-    keep_last: int = 2  # checkpoints kept in the working area, plus the best
-    async_checkpoint: bool = True
-    collective_timeout_s: int = 120
-    telemetry_every_steps: int = 50  # aggregates to MLflow this often
-    faults: FaultConfig = field(default_factory=FaultConfig)
-    profile: ProfileConfig = field(default_factory=ProfileConfig)  # traces under <run>/profile/rank<r>.json
-    lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: decays to 0 over all steps
-    loader: Literal["memory", "stream"] = "memory"  # the one loader's window: row groups (stream), the whole split
-    stream_window_rows: int = 262_144  # stream: rows shuffled together (the loader's memory bound)
-    retries: int = 1  # Dagster retries of the training step; each attempt resumes from the newest checkpoint
-    budget_hours: float = 24.0  # a run expected (steps x measured step time) to take longer stops early; 0: none
+    """The upper bound applied to every prediction."""
 
 
 @dataclass(frozen=True)
 class PipelineConfig:
+    """A dataset config: one YAML file, one asset graph."""
+
     dataset: DatasetConfig
     features: FeaturesConfig
     model: ModelConfig
-    training: TrainingConfig = field(default_factory=TrainingConfig)  # every key has a default
+    training: TrainingConfig = field(default_factory=TrainingConfig)
     gate: GateConfig = field(default_factory=GateConfig)
     automation: AutomationConfig = field(default_factory=AutomationConfig)
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     tuning: TuningConfig = field(default_factory=TuningConfig)
     serving: ServingConfig = field(default_factory=ServingConfig)
-    fleet: FleetJobConfig = field(default_factory=FleetJobConfig)  # the job spec on a shared GPU fleet
+    fleet: FleetJobConfig = field(default_factory=FleetJobConfig)
+    """The job spec on a shared GPU fleet."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

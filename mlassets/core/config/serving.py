@@ -15,17 +15,37 @@ class OnlineConfig:
     then it is promoted or rolled back by these limits against the champion over the same period."""
 
     mode: Literal["canary", "shadow"] = "canary"
-    share: float = 0.1  # canary: the share of requests the candidate answers
-    min_requests: int = 200  # requests each variant scores before the rule decides
-    max_latency_ratio: float = 1.5  # the candidate's p95 scoring latency over the champion's
-    max_error_rate: float = 0.01  # the candidate's failed passes over its requests
-    max_prediction_shift: float = 0.25  # |mean difference| / the champion's std (multiclass: label share distance)
-    confidence: float = 0.95  # of the always-valid intervals on the metric and the shift (core.evaluate.sequential)
-    auto_decide: bool = True  # the endpoint decides by itself once min_requests is reached; false: the CLI does
-    label_key: list[str] = field(default_factory=list)  # input columns that labels join on; []: labels off
-    min_labelled: int = 100  # labelled rows of each variant before the metric is part of the rule
-    max_metric_regression: float | None = None  # the candidate's main metric vs the champion's; none: gate.tolerance
-    require_labels: bool = False  # the rule waits for min_labelled before it promotes (needs label_key)
+    """`canary`: the candidate answers `share` of the requests; `shadow`: it scores every request and answers none."""
+    share: float = 0.1
+    """Canary: the share of requests the candidate answers."""
+    min_requests: int = 200
+    """Requests each variant scores before the rule decides."""
+    max_latency_ratio: float = 1.5
+    """The candidate's p95 scoring latency (queued to scored) over the champion's, at most."""
+    max_error_rate: float = 0.01
+    """The candidate's failed passes over its requests, at most (a failed canary pass is answered by the
+    champion)."""
+    max_prediction_shift: float = 0.25
+    """|mean difference| / the champion's std, at most (multiclass: the distance of the label shares); the candidate
+    is rolled back only when the shift's always-valid lower bound is over it."""
+    confidence: float = 0.95
+    """The confidence of the always-valid intervals (`mlassets/core/evaluate/sequential.py`) on the labelled metric's
+    difference and on the prediction shift (at least 0.5, under 1)."""
+    auto_decide: bool = True
+    """The endpoint decides by itself once `min_requests` is reached; false: `mlassets online promote` or
+    `rollback` decides."""
+    label_key: list[str] = field(default_factory=list)
+    """Input columns (of `features.categorical`/`numeric`) that labels arriving later join on; set, the endpoint
+    records every scored row of the test for `mlassets online labels`; `[]`: labels off."""
+    min_labelled: int = 100
+    """Labelled rows of each variant the metric's interval is planned for: the rule states the regression it detects
+    there with 95 % power (a clear regression rolls back earlier)."""
+    max_metric_regression: float | None = None
+    """The candidate's `gate.main_metric` on labelled rows at most this much worse than the champion's (relative);
+    unset: `gate.tolerance`."""
+    require_labels: bool = False
+    """No promotion before `min_labelled` labelled rows of each variant (a rollback by the other limits still goes);
+    needs `label_key`."""
 
     def __post_init__(self) -> None:
         if not 0 < self.share < 1:
@@ -56,19 +76,33 @@ class OnlineConfig:
 class ServingConfig:
     """Dynamic batching, request limits, the champion poll and an optional downstream call of the endpoint."""
 
-    batching: bool = True  # merge concurrent requests into one forward pass; false: one pass per request
-    max_batch_size: int = 256  # rows of one forward pass (a request larger than this runs alone)
-    batch_wait_ms: float = 2.0  # the longest a request waits for others while more are on their way
-    max_rows: int = 1000  # rows of one request
-    max_body_bytes: int = 1_048_576  # size of one request body
-    ignore_extra_columns: bool = False  # drop columns the model does not take (a whole CSV row) instead of a 422
-    swap_poll_s: float = 2.0  # how often the promotion log is read for a new champion
-    downstream_url: str = ""  # a URL each request waits on (a dependency, traced as its own span); "": none
+    batching: bool = True
+    """`mlassets serve` merges concurrent requests into one forward pass; false: one pass per request."""
+    max_batch_size: int = 256
+    """Rows of one forward pass (a request larger than this runs alone)."""
+    batch_wait_ms: float = 2.0
+    """The longest a request waits for others while more are on their way."""
+    max_rows: int = 1000
+    """Rows of one request (more: a 413 naming the limit)."""
+    max_body_bytes: int = 1_048_576
+    """Size of one request body (more: a 413 naming the limit)."""
+    ignore_extra_columns: bool = False
+    """Drop columns the model does not take (a whole CSV row, say) and score the rest; false: such a request is a
+    422 naming the columns."""
+    swap_poll_s: float = 2.0
+    """How often the endpoint reads the promotion log for a new champion."""
+    downstream_url: str = ""
+    """A URL each request waits on (a dependency, traced as its own span); `""`: none."""
     downstream_timeout_ms: float = 1000.0
-    online: OnlineConfig = field(default_factory=OnlineConfig)  # used when gate.promotion is online
-    min_replicas: int = 1  # infra/k8s/render_serving.py: the Deployment's autoscaler scales between these
+    """The downstream call's timeout."""
+    online: OnlineConfig = field(default_factory=OnlineConfig)
+    """The online test, used when `gate.promotion` is `online`."""
+    min_replicas: int = 1
+    """`infra/k8s/render_serving.py`: the Deployment's autoscaler scales between this ..."""
     max_replicas: int = 4
-    target_queue_depth: float = 4.0  # ... on each pod's mlassets_serving_queue_depth (average), not on CPU
+    """... and this many replicas ..."""
+    target_queue_depth: float = 4.0
+    """... on each pod's `mlassets_serving_queue_depth` (average), not on CPU."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_replicas <= self.max_replicas:
