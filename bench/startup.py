@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from bench.automation import INTERVAL_S
-from bench.checks import expect, expect_equal
+from bench.checks import expect, expect_equal, expect_run
 from bench.registry import Result, benchmark, smoke, toy
 
 REPEATS = 5
@@ -79,7 +79,8 @@ def cli_config_error() -> Result:
 
 def demo_home() -> dict:
     """A home with three flights months through the pipeline (made once per bench run; the demo benchmark's): its
-    path (``home``), the months, the demo's wall time and the steps' compute."""
+    path (``home``), the months, the demo's wall time and the steps' compute, and each pipeline run's (``plays``:
+    its data version's ``key``, ``decision``, ``reasons``, ``wall`` and ``compute``)."""
     if smoke() not in _HOMES:
         home = tempfile.mkdtemp(prefix="bench-startup-home-")
         _HOMES[smoke()] = {"home": home, **_demo(home)}
@@ -105,13 +106,17 @@ def _demo(home: str) -> dict:
             rows = run_demo(instance, cfg, months, {}, progress=lambda _: None)
             wall = time.perf_counter() - started
             expect_equal([r.success for r in rows], [True] * len(months), "demo runs that succeeded")
+            for r in rows:
+                expect_run(instance, r.run_id, f"demo run of {r.data_version}")
             compute = sum(step_compute_seconds(instance, r.dagster_run.run_id) for r in instance.get_run_records())
+            plays = [{"key": r.data_version, "decision": r.decision, "reasons": r.reasons, "wall": r.seconds,
+                      "compute": step_compute_seconds(instance, r.run_id)} for r in rows]
     finally:
         if saved is None:
             os.environ.pop("MLASSETS_HOME", None)
         else:
             os.environ["MLASSETS_HOME"] = saved
-    return {"months": list(months), "wall": wall, "compute": compute}
+    return {"months": list(months), "wall": wall, "compute": compute, "plays": plays}
 
 
 def _home_env() -> dict[str, str]:

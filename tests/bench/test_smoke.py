@@ -27,11 +27,11 @@ SLOW = frozenset({
     "history_speed", "demo_overhead", "code_location_load", "serving_added_latency_p50",
     "serving_batching_throughput", "serving_span_sum_ratio", "serving_swap_failed_requests",
 })
-# benchmarks that read one measurement made once per process (bench.scale.measure, bench.startup.demo_home,
-# bench.diagnose): one test class each, so that one worker makes it once
+# benchmarks that read one measurement made once per process (bench.scale.measure, bench.startup.demo_home: in smoke
+# mode orchestration_overhead's run too, bench.diagnose): one test class each, so that one worker makes it once
 SHARED: tuple[tuple[str, ...], ...] = (
     ("scale_memory", "scale_time"),
-    ("versions_speed", "history_speed", "code_location_load", "demo_overhead"),
+    ("versions_speed", "history_speed", "code_location_load", "demo_overhead", "orchestration_overhead"),
     ("diagnose_page_1m_rows", "diagnose_page_vs_groupby"),
 )
 
