@@ -16,8 +16,10 @@ trivial run and one commit, neither after a warm-up.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,6 +85,7 @@ def demo_home() -> dict:
     its data version's ``key``, ``decision``, ``reasons``, ``wall`` and ``compute``)."""
     if smoke() not in _HOMES:
         home = tempfile.mkdtemp(prefix="bench-startup-home-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)  # read by several benchmarks: removed at exit
         _HOMES[smoke()] = {"home": home, **_demo(home)}
     return _HOMES[smoke()]
 
