@@ -1,14 +1,14 @@
 """Ingest at the speed of the tools it uses: ``mlassets ingest`` of every partition against a bare Polars scan.
 
 ``ingest_overhead``: ``mlassets example flights-scale`` data of ``$MLASSETS_BENCH_INGEST_ROWS`` rows (default
-50,000,000, the size the goal was set at; below it the fixed cost of a Dagster run per partition, about 0.45 s on
-the 2-core machine, weighs more) in 12 monthly Parquet files, ingested by ONE ``mlassets ingest`` command with a
+50,000,000, the size the goal was set at; below it the fixed cost of a Dagster run per partition, about 0.45 s on the
+2-core machine, weighs more) in 12 monthly Parquet files (smoke: 3), ingested by ONE ``mlassets ingest`` command with a
 ``--partition`` per month, as a user runs it (the command's process: the files read and coerced, each partition's
-summary, the store commit, validation with the key check, a Dagster run per partition), divided by a bare Polars
-lazy scan of each file computing the same statistics (the schema check's counts, the key's duplicates, the target's
-count, mean, standard deviation and quantiles). The bare scan runs before the command and after it; the faster is
-kept, so the page cache favours neither. A command that fails, or lands fewer data versions than partitions,
-crashes the benchmark instead of printing a figure.
+summary, the store commit, validation with the key check, a Dagster run per partition), divided by a bare Polars lazy
+scan of each file computing the same statistics (the schema check's counts, the key's duplicates, the target's count,
+mean, standard deviation and quantiles). The bare scan runs before the command and after it; the faster is kept, so the
+page cache favours neither. A command that fails, or lands fewer data versions than partitions, crashes the benchmark
+instead of printing a figure.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.checks import expect, expect_equal
 from bench.registry import Result, benchmark, smoke
-from bench.scale import PARTITIONS, bare_exprs, run_stage
+from bench.scale import bare_exprs, partitions, run_stage
 from bench.scale_commands import measured
 
 ROWS_ENV = "MLASSETS_BENCH_INGEST_ROWS"
@@ -63,7 +63,7 @@ def ingest_overhead() -> Result:
     count = rows()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         work = Path(tmp)
-        run_stage("generate", work, str(count), str(PARTITIONS))
+        run_stage("generate", work, str(count), str(partitions()))
         config, home = work / "data" / "flights_scale.yaml", work / "home"
         home.mkdir()
         cfg = load_config(config)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.registry import Result, benchmark
-from bench.scale import GIB, PARTITIONS, run_stage, sizes
+from bench.scale import GIB, partitions, run_stage, sizes
 
 SAMPLE_S = 0.5
 RUN_SIZES = (5_000_000, 20_000_000)  # the goal's sizes (at 1.25M/5M the fixed cost of the libraries weighs more)
@@ -84,7 +84,7 @@ def _champion(home: Path, config: Path) -> str | None:
 
 
 def run_size(rows: int, work: Path) -> dict[str, dict[str, float]]:
-    run_stage("generate", work, str(rows), str(PARTITIONS))
+    run_stage("generate", work, str(rows), str(partitions()))
     config, home = work / "data" / "flights_scale.yaml", work / "home"
     home.mkdir()
     from mlassets.core.config import load_config
@@ -121,5 +121,5 @@ def scale_run_memory() -> Result:
     small, large = sizes(RUN_SIZES)
     a, b = measure()[small], measure()[large]
     detail = (f"{_line(large, b)} (goal <= 2 GiB); {_line(small, a)}; the tree sampled every {SAMPLE_S:g} s, "
-              f"{PARTITIONS} partitions, the first {PARTITIONS - 1} in one mlassets ingest")
+              f"{partitions()} partitions, the first {partitions() - 1} in one mlassets ingest")
     return Result(b["second_run"]["peak_rss"] / a["second_run"]["peak_rss"], "x", detail)

@@ -10,13 +10,16 @@ the same run (``python -m bench startup`` prints them together).
   own launch of a trivial job from a sensor on a bare daemon (``bench.launch_anchor``), measured first.
 
 Each command runs in a fresh interpreter; the figure is the median of ``REPEATS`` calls, alternated with its anchor.
-Smoke mode: one call of each, not warmed; a demo of one month (a twentieth of it).
+Smoke mode: one call of each, not warmed; a demo of one month (a twentieth of it); ``commit_to_champion``: one
+trivial run and one commit, neither after a warm-up.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 
 from bench.automation import INTERVAL_S
-from bench.checks import expect, expect_equal
+from bench.checks import expect, expect_equal, expect_run
 from bench.registry import Result, benchmark, smoke, toy
 
 REPEATS = 5
@@ -78,9 +81,11 @@ def cli_config_error() -> Result:
 
 def demo_home() -> dict:
     """A home with three flights months through the pipeline (made once per bench run; the demo benchmark's): its
-    path (``home``), the months, the demo's wall time and the steps' compute."""
+    path (``home``), the months, the demo's wall time and the steps' compute, and each pipeline run's (``plays``:
+    its data version's ``key``, ``decision``, ``reasons``, ``wall`` and ``compute``)."""
     if smoke() not in _HOMES:
         home = tempfile.mkdtemp(prefix="bench-startup-home-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)  # read by several benchmarks: removed at exit
         _HOMES[smoke()] = {"home": home, **_demo(home)}
     return _HOMES[smoke()]
 
@@ -104,13 +109,17 @@ def _demo(home: str) -> dict:
             rows = run_demo(instance, cfg, months, {}, progress=lambda _: None)
             wall = time.perf_counter() - started
             expect_equal([r.success for r in rows], [True] * len(months), "demo runs that succeeded")
+            for r in rows:
+                expect_run(instance, r.run_id, f"demo run of {r.data_version}")
             compute = sum(step_compute_seconds(instance, r.dagster_run.run_id) for r in instance.get_run_records())
+            plays = [{"key": r.data_version, "decision": r.decision, "reasons": r.reasons, "wall": r.seconds,
+                      "compute": step_compute_seconds(instance, r.run_id)} for r in rows]
     finally:
         if saved is None:
             os.environ.pop("MLASSETS_HOME", None)
         else:
             os.environ["MLASSETS_HOME"] = saved
-    return {"months": list(months), "wall": wall, "compute": compute}
+    return {"months": list(months), "wall": wall, "compute": compute, "plays": plays}
 
 
 def _home_env() -> dict[str, str]:
@@ -159,7 +168,7 @@ def commit_to_champion() -> Result:
 
     from bench import automation, launch_anchor
 
-    measured = launch_anchor.measure(INTERVAL_S, toy(launch_anchor.REPEATS, 1))
+    measured = launch_anchor.measure(INTERVAL_S, toy(launch_anchor.REPEATS, 1), warm_up=not smoke())
     sensed, launched = (statistics.median(m[i] for m in measured) for i in (0, 1))
     anchor = sensed + launched
     m = automation.measure()
