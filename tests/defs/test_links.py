@@ -16,7 +16,7 @@ from mlassets.core.data.raw import raw_repo
 from mlassets.core.data.store import open_store
 from mlassets.core.registry import versions
 from mlassets.core.registry.record import RegisteredVersion
-from mlassets.defs import display, lookup, registry
+from mlassets.defs import display, lookup, registry, verdict
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import StoreResource
 from tests.core.registry.test_promotion import _SHARED, Registry, record, reg  # noqa: F401 (the fixture)
@@ -102,8 +102,9 @@ def test_a_version_description_names_the_data_the_verdict_and_the_run() -> None:
 
 def test_the_gate_check_and_the_failure_lead_with_the_reasons() -> None:
     gate = record(False).gate_result
-    result = registry.check_result("m", "3", "2013-03 · 6870220f", gate)
-    assert not result.passed and result.description == f"v3 · 2013-03 · 6870220f: {REJECTED}"
+    result = verdict.gate_check_result(gate, "2013-03 · 6870220f")
+    assert not result.passed and result.description == f"2013-03 · 6870220f: {REJECTED}"
+    assert result.metadata["verdict"].value == "rejected"
     rows = result.metadata["failed_rules"].records
     assert [(r.data["rule"], r.data["value"], r.data["limit"]) for r in rows] == [("slice carrier=UA", 0.33, 0.03)]
     text = registry.rejection("m", "3", "2013-03 · 6870220f", gate, "2")
@@ -145,7 +146,7 @@ def test_an_alias_moved_outside_mlassets_is_reported_by_history_and_set_back_by_
     registered = RegisteredVersion(name=reg.name, version="1", record=record(True, _SHARED["weights"]))
     store = StoreResource(root=str(tmp_path / "store"))
     with dg.build_asset_context(partition_key="a" * 64, resources={"store": store, "mlflow": None}) as context:
-        output = champion(context, registered)
+        [output] = list(champion(context, registered))
     assert output.value.note == "already champion" and reg.champion() == "1"  # set back from the log
     assert "points at v2 but the promotion log says v1" in output.metadata["alias_disagreement"].value
     assert "dagster - WARNING" in capsys.readouterr().err  # in the run's log, not only the library's logger

@@ -30,7 +30,7 @@ def test_the_init_script_creates_every_database_the_stack_connects_to() -> None:
             created = {row[0] for row in cur.fetchall()}
         compose = (INFRA / "docker-compose.yaml").read_text()
         used = set(re.findall(r"@postgres:5432/(\w+)", compose)) | {"dagster"}  # DAGSTER_PG_DB: dagster
-        assert used == {"dagster", "mlflow", "lakefs", "mlassets"} and used <= created
+        assert used == {"dagster", "mlflow", "mlflow_auth", "lakefs", "mlassets"} and used <= created
         assert subprocess.run(["sh", str(script)], env=env, capture_output=True, timeout=120).returncode != 0
     finally:
         server.stop()

@@ -135,8 +135,8 @@ def test_champion_asset_promotes_through_the_log_or_waits(reg: Registry) -> None
     [entry] = reg.log.entries(reg.name)
     assert ok and reg.champion() == "1" and meta["promotion_seq"] == 1
     assert entry.who.startswith("dagster run ") and entry.reason == "gate passed (promotion: auto)"
-    ok, failure, _ = _materialize(_config(reg), keys.champion, registered(reg, "3"))  # without the blocking check
-    assert not ok and "version 3 has no passing gate result" in failure and reg.champion() == "1"
+    ok, failure, meta = _materialize(_config(reg), keys.champion, registered(reg, "3"))  # a rejected version
+    assert ok and not failure and meta == {} and reg.champion() == "1"  # no output (skipped): the champion stays
     stale = registered(reg, "2", gated_against="none")  # gated before v1 became champion
     ok, failure, _ = _materialize(_config(reg), keys.champion, stale)
     assert not ok and "gated against champion none, but the champion is now 1" in failure

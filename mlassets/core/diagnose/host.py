@@ -36,8 +36,11 @@ class Pressure:
 
     @property
     def saturated(self) -> bool:
+        """Some task waited for a CPU ``SATURATED_PCT`` of the time, or twice as many tasks were runnable as there
+        are cores (PSI's "some" misses a hog that keeps every core busy while the server's own threads sleep
+        between requests); without PSI, more runnable tasks than cores."""
         if self.pressure_pct is not None:
-            return self.pressure_pct >= SATURATED_PCT
+            return self.pressure_pct >= SATURATED_PCT or self.run_queue >= 2 * self.cores
         return self.run_queue > self.cores
 
     def sentence(self) -> str:
@@ -78,7 +81,8 @@ class Sampler:
     def __init__(self, every_s: float = 0.5) -> None:
         self.every_s = every_s
         self._lock = threading.Lock()
-        self._last: tuple[float, int] | None = None  # monotonic time and PSI total of the previous read
+        psi = _psi()  # the first request's pressure: since the server started, not PSI's 10 s average
+        self._last: tuple[float, int] | None = (time.monotonic(), psi[1]) if psi is not None else None
         self._value: Pressure | None = None
 
     def sample(self) -> Pressure:

@@ -127,6 +127,9 @@ def verdict(reqs: pd.DataFrame, cpu: pd.DataFrame | None = None, pressure: pd.Da
     extra = (slow - fast).clip(lower=0.0)
     ranked = extra.drop("cpu_wait").sort_values(ascending=False)  # the stages' own gains, the host's waits apart
     top, floor = float(ranked.iloc[0]), SHARE_OF_REQUEST * max(p99 - p50, 0.0)
+    waited = float(extra["cpu_wait"]) if saturated else 0.0
+    if saturated:  # beside a saturated host a stage is named for a gain that matters: half a median request or more
+        floor = max(floor, p50 / 2)
     causes: list[str] = []
     for stage, gain in ranked.items():
         cause = CAUSE[str(stage)]
@@ -136,7 +139,7 @@ def verdict(reqs: pd.DataFrame, cpu: pd.DataFrame | None = None, pressure: pd.Da
     staged, p99s, p50s = float(slow.drop(["other", "cpu_wait", "receive"]).sum()), work.quantile(0.99), work.median()
     for stage in sorted(WAITING, key=lambda s: -slow[s]):
         held = float(slow[stage]) >= SHARE_OF_STAGES * staged and slow[stage] >= SHARE_OF_REQUEST * slow.sum()
-        spikes = (p99s[stage] - p50s[stage] >= SHARE_OF_REQUEST * (p99 - p50)
+        spikes = (p99s[stage] - p50s[stage] >= max(SHARE_OF_REQUEST * (p99 - p50), waited)
                   and p99s[stage] >= SHARE_OF_REQUEST * p99)  # its own p99: the slowest requests may differ
         if (held or spikes) and float(slow[stage]) + float(p99s[stage]) > 0 and CAUSE[stage] not in causes:
             causes.append(CAUSE[stage])

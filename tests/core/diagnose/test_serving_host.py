@@ -87,9 +87,10 @@ def test_the_sampler_reads_psi_and_falls_back_to_the_run_queue(tmp_path: Path,
     (tmp_path / "cpu").write_text("some avg10=42.50 avg60=30.00 avg300=20.00 total=123456\n"
                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
     monkeypatch.setattr(host, "PSI_FILE", tmp_path / "cpu")
-    sampler = Sampler(every_s=3600)
-    first = sampler.sample()
-    assert first.pressure_pct == 42.5 and first.attributes()["cpu_pressure"] == 42.5
+    sampler = Sampler(every_s=3600)  # its baseline: total=123456 now, so the first request measures since then
+    (tmp_path / "cpu").write_text(f"some avg10=1.00 avg60=1.00 avg300=1.00 total={123456 + 10**15}\n")
+    first = sampler.sample()  # a waiting total far beyond the time elapsed: 100 %, not avg10's 1 %
+    assert first.pressure_pct == 100.0 and first.attributes()["cpu_pressure"] == 100.0 and first.saturated
     (tmp_path / "cpu").write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=999999999\n")
     assert sampler.sample() is first  # cached between reads
 
