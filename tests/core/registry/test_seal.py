@@ -175,7 +175,7 @@ def test_a_plugin_source_that_is_not_the_records_code_is_never_imported(reg: Reg
 
 def test_a_version_registered_before_folders_were_sealed_is_refused(reg: Registry) -> None:
     from mlassets.core.registry import registrations
-    from mlassets.core.registry.client import _client
+    from mlassets.core.registry.client import mlflow_client as _client
 
     version = _client().create_registered_model(reg.name) and _client().create_model_version(
         reg.name, reg.uri, tags=record(True, shared._SHARED["weights"]).to_tags(),
