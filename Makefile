@@ -32,8 +32,9 @@ test-fast: $(STAMP) chromium postgres  ## the inner loop: lint, types, the docs'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(PYTEST) --durations=10 -m "not e2e" $(ARGS)
 
-soak: $(STAMP) postgres  ## the PostgreSQL soak at full length: 20 data versions and a daemon crash (`make test` runs 6)
-	MLASSETS_SOAK_VERSIONS=20 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/production/test_daemon_soak.py $(ARGS)
+soak: $(STAMP) postgres  ## at full length: the PostgreSQL soak's 20 data versions and a daemon crash, the daemon killed 10 times (`make test`: 4 and 4)
+	MLASSETS_SOAK_VERSIONS=20 MLASSETS_KILLS=10 $(BIN)/python -m pytest -q -p no:cacheprovider -s tests/production/test_daemon_soak.py \
+	  tests/defs/test_daemon_trust.py::test_kills_at_random_moments_then_every_landed_file_is_trained_once_in_order $(ARGS)
 
 chromium:  ## Debian's Chromium for the dashboard's browser test, installed (as root) only when missing
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

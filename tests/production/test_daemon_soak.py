@@ -1,6 +1,6 @@
 """Soak and a daemon crash on PostgreSQL: Dagster's storage, the MLflow backend store and the promotion log on a real
 PostgreSQL server, a real ``dagster-daemon`` with sensors every second, and ``VERSIONS`` data versions committed in a
-row: 6 in the suite, 20 in ``make soak`` (``$MLASSETS_SOAK_VERSIONS``).
+row: 4 in the suite, 20 in ``make soak`` (``$MLASSETS_SOAK_VERSIONS``).
 
 The daemon is killed (SIGKILL, no shutdown) while the sensor-triggered pipeline run of an early version is in
 progress, and started again. Nothing is lost: one successful pipeline run per version (none twice, none
@@ -33,7 +33,7 @@ from tests.daemon_wait import until
 from tests.production import postgres as pg
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
-VERSIONS, KILL_AT = int(os.environ.get("MLASSETS_SOAK_VERSIONS", "6")), 3
+VERSIONS, KILL_AT = int(os.environ.get("MLASSETS_SOAK_VERSIONS", "4")), 3
 DEADLINE_S = 1500  # a limit for a slow machine; every wait returns as soon as it is met
 DAGSTER_YAML = """\
 storage:

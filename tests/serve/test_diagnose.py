@@ -239,8 +239,8 @@ def test_a_fast_endpoint_under_a_cpu_hog_is_a_saturated_host_not_batching(reg: R
 def test_the_seeds_situation_on_real_traffic_names_batching_and_the_dependency(reg: Registry) -> None:
     """A batch window of 55 ms and a dependency of one's own that sleeps 45 ms on every request. The window holds
     when a request is on its way: one in ten comes from a client that sends its body in two parts 60 ms apart, and
-    the batch its neighbours queued in waits the window for it. A host that stalls every process for seconds
-    makes those seconds the p99: then the verdict must name the host first."""
+    the batch its neighbours queued in waits the window for it. On a saturated host (a test machine beside other
+    work) the verdict must name the host first instead."""
     reg.add(True)
     promote.promote(reg.name, "1")
     trace_file = paths.home() / "traces" / "serving.jsonl"
@@ -254,7 +254,7 @@ def test_the_seeds_situation_on_real_traffic_names_batching_and_the_dependency(r
     found = recorded(frame)
     from mlassets.cli.diagnose_serving import report
     assert "the model" not in found.causes, report(frame, "seed")
-    if found.saturated and found.slow["cpu_wait"] > 10 * found.p50_ms:  # the host stalled for seconds: its p99
+    if found.saturated:  # a loaded host (CI beside other work): the verdict names the host first, as it must
         assert found.causes[0] == "the host", report(frame, "seed")
     else:
         assert {"batching", "a dependency"} <= set(found.causes), report(frame, "seed")
