@@ -107,8 +107,8 @@ class FleetConfig:
             raise ConfigError(f"grace_s {self.grace_s} must be > 0, overrun_factor {self.overrun_factor} >= 1, "
                               f"checkpoints_mandatory_after_minutes {self.checkpoints_mandatory_after_minutes} > 0")
         check_name("kubernetes.namespace", self.kubernetes.namespace)
-        for team in self.teams:
-            check_name(f"teams.{team}: its namespace", self.namespace_of(team))
+        for team_name in self.teams:
+            check_name(f"teams.{team_name}: its namespace", self.namespace_of(team_name))
         for key in ("cpu_per_gpu", "memory_gib_per_gpu"):
             if getattr(self.kubernetes, key) < 1:
                 raise ConfigError(f"kubernetes.{key}: must be >= 1, got {getattr(self.kubernetes, key)}")

@@ -55,8 +55,8 @@ def _rules() -> list[dict[str, Any]]:
 
 
 def _binding(ns: str, subjects: list[dict[str, str]]) -> dict[str, Any]:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta("mlassets-submit", ns),
-            "subjects": subjects,
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": meta("mlassets-submit", ns), "subjects": subjects,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "mlassets-submit"}}
 
 
@@ -75,8 +75,8 @@ def render_team_namespaces(fleet: FleetConfig) -> list[dict[str, Any]]:
         docs += [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(team_account(team), ns)},
                  {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("mlassets-run", ns),
                   "automountServiceAccountToken": False},
-                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta("mlassets-submit", ns),
-                  "rules": _rules()},
+                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                  "metadata": meta("mlassets-submit", ns), "rules": _rules()},
                  _binding(ns, _subjects(team, ns))]
     return docs
 
