@@ -13,14 +13,26 @@ from mlassets.cli.fleet import add_parser as add_fleet
 from mlassets.core.config import ConfigError
 
 
+def operated(what: str) -> str:
+    """``what``'s name in the home's lock once the principal may run it, with who started it when access.yaml
+    exists (a platform admin: the UI launches any team's runs, the daemon's sensors ingest and train every
+    dataset); a second daemon or UI is refused naming it."""
+    from mlassets.core import paths
+    from mlassets.core.identity.access import authorize, load_access
+
+    who = authorize("operate", None, f"{what} on {paths.home()}")
+    return f"{what}, started by {who}" if load_access() is not None else what
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from mlassets.cli.ui import serve
     from mlassets.core.config import load_config, resolve_config
     from mlassets.host.runs import register
 
+    what = operated("mlassets ui")
     for spec in args.config:  # the graphs the UI shows: these, beside those already registered
         register(load_config(resolve_config(spec)))
-    return serve(args.host, args.port, args.mlflow_port)
+    return serve(args.host, args.port, args.mlflow_port, what)
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
@@ -28,9 +40,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from mlassets.core.config import load_config, resolve_config
     from mlassets.host.runs import register
 
+    what = operated("mlassets daemon")
     for spec in args.config:  # the datasets it watches: these, beside those already registered
         register(load_config(resolve_config(spec)))
-    return serve()
+    return serve(what)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -55,8 +55,18 @@ def _failed(rows: list) -> int:
     return 1 if failed or stopped else 0
 
 
+def dataset_principal(cfg: PipelineConfig, *actions: str) -> str:
+    """The principal allowed every one of ``actions`` on the dataset (a role on its ``fleet.team``), checked before
+    the instance is opened; ``AccessDenied`` names the first it may not do."""
+    from mlassets.core.identity.access import authorize
+
+    whos = [authorize(action, cfg.fleet.team, f"dataset {cfg.dataset.name!r}") for action in actions]
+    return whos[-1]
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     cfg = config_of(args)  # every command checks its config before importing Dagster, MLflow or torch
+    who = dataset_principal(cfg, "ingest", "run")
 
     from mlassets.cli.demo import run_demo
     from mlassets.cli.registry import history_text
@@ -77,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             raise ConfigError(f"--broken-month: {args.broken_month!r} is not one of the demo months {months}")
         broken[args.broken_month] = (args.broken_slice, args.broken_shift)
     start = time.perf_counter()
-    rows = run_demo(get_instance(), cfg, months, broken, force=args.force)
+    rows = run_demo(get_instance(), cfg, months, broken, force=args.force, who=who)
     print()
     _print_rows(cfg, rows)
     print(f"\n{len(rows)} data versions in {time.perf_counter() - start:.0f} s. See them: mlassets ui")
@@ -91,6 +101,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     partitions = list(dict.fromkeys(args.partition))  # in the order given, each once
     if args.source and len(partitions) > 1:
         raise ConfigError(f"--from: a delivery is one partition's; got {len(partitions)} --partition")
+    who = dataset_principal(cfg, "ingest")  # a member of the dataset's team: new data starts its team's runs
 
     from mlassets.core.data.raw import check_partition_key
     from mlassets.host.instance import get_instance
@@ -101,7 +112,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     instance = get_instance()
     for partition in partitions:
         try:
-            ingested = ingest(instance, cfg, partition, delivered=args.source or "")
+            ingested = ingest(instance, cfg, partition, delivered=args.source or "", who=who)
         except IngestFailed as exc:
             print(f"mlassets ingest: partition {partition} of {cfg.dataset.name} was rejected; nothing changed:",
                   file=sys.stderr)
@@ -122,11 +133,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mlassets.core.identity.access import authorize
-
     cfg = config_of(args)
     # a run spends its team's budget; --again retrains what was trained (checked before the instance is opened)
-    authorize("retrain" if args.again else "run", cfg.fleet.team, f"dataset {cfg.dataset.name!r}")
+    who = dataset_principal(cfg, "retrain" if args.again else "run")
 
     from mlassets.cli.demo import play
     from mlassets.cli.versions import data_versions
@@ -149,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         row = play(instance, cfg, ", ".join(found[0].partitions) or "-", found[0].version, found[0].commit,
-                   force=args.force, again=args.again, waits=lambda why: print(f"mlassets run: {why}"))
+                   force=args.force, again=args.again, waits=lambda why: print(f"mlassets run: {why}"), who=who)
     except Refused as exc:
         print(f"mlassets run: {exc}; nothing started", file=sys.stderr)
         return 2
@@ -174,31 +183,6 @@ def cmd_versions(args: argparse.Namespace) -> int:
     hint = champion_elsewhere(cfg, rows)
     if hint:
         print(f"\n{hint}")
-    return 0
-
-
-def cmd_example(args: argparse.Namespace) -> int:
-    if args.name == "flights-scale":
-        from mlassets.examples.flights_scale import write_example as write_scale
-
-        start = time.perf_counter()
-        config = write_scale(args.directory, args.rows, args.partitions)
-        print(f"wrote {args.rows} rows in {args.partitions} monthly Parquet files under {config.parent / 'data'} and "
-              f"their config {config} ({time.perf_counter() - start:.0f} s)")
-        print(f"next: mlassets ingest --config {config} --partition {load_config(config).dataset.partitions.keys[0]}")
-        return 0
-    if args.name == "torch-plugin":
-        from mlassets.examples.torch_plugin import write_example as write_plugin
-
-        config = write_plugin(args.directory)
-        print(f"wrote a torch module builder {config.parent / 'model.py'} and its config {config}")
-        print(f"next: mlassets ingest --config {config} --partition 2013-01; then mlassets run --config {config}")
-        return 0
-    from mlassets.examples.sales import write_example
-
-    config = write_example(args.directory, args.months)
-    print(f"wrote {args.months} monthly CSV files under {config.parent / 'data'} and their config {config}")
-    print(f"next: mlassets ingest --config {config} --partition {load_config(config).dataset.partitions.keys[0]}")
     return 0
 
 
@@ -237,12 +221,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     versions = sub.add_parser("versions", help="the data versions of a dataset, their gate decisions, the champion")
     versions.add_argument("--config", default="flights", help=config_help)
     versions.set_defaults(func=cmd_versions)
-    example = sub.add_parser("example", help="write an example to copy: sales (your own CSV data), torch-plugin "
-                                            "(your own torch module) or flights-scale (flights-shaped data, any size)")
-    example.add_argument("name", choices=["sales", "torch-plugin", "flights-scale"])
-    example.add_argument("directory", help="where to write it")
-    example.add_argument("--months", type=int, default=4, help="sales: how many monthly files")
-    example.add_argument("--rows", type=int, default=1_000_000, help="flights-scale: rows in all (default 1000000)")
-    example.add_argument("--partitions", type=int, default=12,
-                         help="flights-scale: monthly partitions from 2013-01 (default 12)")
-    example.set_defaults(func=cmd_example)
+    from mlassets.cli.examples import add_parser as add_example
+
+    add_example(sub)

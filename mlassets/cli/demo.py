@@ -81,24 +81,24 @@ def version_row(cfg: PipelineConfig, partition: str, version: str, run: Run, sec
 
 def play(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, version: str,
          commit: str = "", force: bool = False, again: bool = False,
-         waits: Callable[[str], None] | None = None) -> VersionRow:
+         waits: Callable[[str], None] | None = None, who: str = "") -> VersionRow:
     """Run the pipeline for one data version (its partition key); its row of the demo table (``force``: over the
-    run budget too)."""
+    run budget too; ``who``: the principal the command checked, a tag of the run)."""
     start = time.perf_counter()
-    run = run_pipeline(instance, cfg, version, force, again, waits)
+    run = run_pipeline(instance, cfg, version, force, again, waits, who=who)
     return version_row(cfg, partition, version, run, time.perf_counter() - start, commit)
 
 
 def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str],
              broken: dict[str, tuple[str, float]], progress: Callable[[str], None] = print,
-             force: bool = False) -> list[VersionRow]:
+             force: bool = False, who: str = "") -> list[VersionRow]:
     rows = []
     for i, month in enumerate(months, 1):
         corrupt, shift = broken.get(month, ("", 0.0))
         note = f" (broken data day: {corrupt} labels {shift:+g} min)" if corrupt else ""
         progress(f"[{i}/{len(months)}] ingest {cfg.dataset.name} {month}{note}")
         try:
-            ingested = ingest(instance, cfg, month, corrupt=corrupt, shift=shift)
+            ingested = ingest(instance, cfg, month, corrupt=corrupt, shift=shift, who=who)
         except IngestFailed as exc:
             progress(f"      rejected: {'; '.join(exc.checks)}")
             rows.append(VersionRow(month=month, data_version="", metric=cfg.gate.main_metric, candidate_metric=None,
@@ -112,7 +112,7 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
         for line in ingested.derived():
             progress(f"      {line}")
         progress(f"      data version {ingested.key}: snapshot -> validate -> features -> train -> gate")
-        row = play(instance, cfg, month, ingested.key, ingested.data_version, force)
+        row = play(instance, cfg, month, ingested.key, ingested.data_version, force, who=who)
         champion = "none" if row.champion_version in ("", "none") else f"v{row.champion_version}"
         progress(f"      {row.decision}; champion {champion} ({row.seconds:.1f} s)")
         rows.append(row)

@@ -96,8 +96,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import time
 
     from mlassets.core.fleet.scheduler import Scheduler
+    from mlassets.core.identity.access import authorize, load_access
 
+    who = authorize("operate", None, "the fleet's scheduler")  # it starts, preempts and requeues every team's jobs
     fleet = _fleet(args)
+    if load_access() is not None:
+        print(f"mlassets fleet serve: scheduling {args.db or 'the home'}'s jobs, started by {who}", file=sys.stderr)
     sched = Scheduler(fleet, _table(args))
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -187,24 +191,6 @@ def cmd_example(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_lease_guard(args: argparse.Namespace) -> int:
-    """The command after ``--`` under the lease, in a pod (``mlassets.core.fleet.lease_guard``)."""
-    import math
-
-    from mlassets.core.config import ConfigError
-    from mlassets.core.fleet.config import Lease
-    from mlassets.core.fleet.lease_guard import guard
-
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise ConfigError("lease-guard: no command after --")
-    lease = Lease(seconds=args.lease_seconds, heartbeat_s=args.heartbeat_seconds, startup_s=args.startup_seconds)
-    if not all(map(math.isfinite, (lease.seconds, lease.startup_s))) or not 0 < lease.heartbeat_s < lease.seconds:
-        raise ConfigError(f"--heartbeat-seconds {lease.heartbeat_s:g} must be > 0 and below --lease-seconds "
-                          f"{lease.seconds:g}, both finite with --startup-seconds {lease.startup_s:g}")
-    return guard(command, lease, args.lease_db, args.job)
-
-
 def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--team")
     p.add_argument("--priority", help="a priority class of fleet.yaml")
@@ -215,6 +201,8 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from mlassets.cli.fleet_guard import cmd_lease_guard
+
     fleet = sub.add_parser("fleet", help="the shared GPU fleet: queue, leases, quotas, budgets, preemptions")
     fleet.add_argument("--fleet", help="fleet.yaml (default $MLASSETS_FLEET, else the shipped one)")
     fleet.add_argument("--db", help="the lease table (default $MLASSETS_HOME/fleet.db)")
@@ -254,7 +242,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     guard.add_argument("--lease-db", required=True, help="the pod's lease table (sqlite)")
     guard.add_argument("--job", required=True, help="the lease's key")
     guard.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
-    guard.set_defaults(func=cmd_lease_guard)
+    guard.set_defaults(func=cmd_lease_guard)  # the pod's own command, under the lease the scheduler granted
     dy = verbs.add_parser("dagster-yaml", help="the run queue's per-team limits, for a dagster.yaml")
     dy.set_defaults(func=cmd_dagster_yaml)
 

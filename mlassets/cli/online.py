@@ -70,6 +70,10 @@ def cmd_online(args: argparse.Namespace) -> int:
     from mlassets.core.registry.promotion import PromotionError
     from mlassets.core.tracking import connect
 
+    if args.action != "status":  # every other action changes the test: an owner of the model's team, checked first
+        from mlassets.core.identity.access import model_principal
+
+        args.who = model_principal("online", args.model)
     connect()
     if args.action == "labels":
         return cmd_labels(args)
@@ -77,9 +81,7 @@ def cmd_online(args: argparse.Namespace) -> int:
         if args.action == "status":
             print(status_text(args.model, args.url))
             return 0
-        from mlassets.core.identity.access import model_principal
-
-        who = model_principal("online", args.model)
+        who = args.who
         if args.action == "start":
             entry = online_log.start(args.model, args.version, args.mode, who=who, reason=args.reason)
             print(f"{args.model}: v{entry.to_version} started as {args.mode} against v{entry.from_version} "

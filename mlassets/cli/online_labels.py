@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 
-def labels_text(model: str, file: Path, config: str | None) -> str:
-    """Join ``file`` to the running test of ``model`` and say what the rule now sees; ``LabelsError`` or
-    ``PromotionError`` when nothing was written."""
+def labels_text(model: str, file: Path, config: str | None, who: str = "") -> str:
+    """Join ``file`` to the running test of ``model`` (recording ``who`` handed it in) and say what the rule now
+    sees; ``LabelsError`` or ``PromotionError`` when nothing was written."""
     from mlassets.core.evaluate.metrics import get_metric
     from mlassets.core.evaluate.online_labels import LabelsError, LabelSpec, add_labels, online_dir
     from mlassets.core.evaluate.online_metric import metric_rule
@@ -38,7 +38,7 @@ def labels_text(model: str, file: Path, config: str | None) -> str:
         rule = dataclasses.replace(rule, max_metric_regression=cfg.gate.tolerance)
     spec = LabelSpec(rule.label_key, frozenset(cfg.features.numeric), cfg.dataset.target, cfg.dataset.task,
                      cfg.gate.main_metric)
-    found = add_labels(online_dir(model, test.seq), file, spec, test.mode)
+    found = add_labels(online_dir(model, test.seq), file, spec, test.mode, who)
     metric = get_metric(spec.metric)
     skipped = f", {found['without_target']} rows without a target skipped" if found["without_target"] else ""
     lines = [f"{model}: {found['new']} labels from {file.name}, {found['matched']} on rows the endpoint recorded for "
@@ -61,7 +61,7 @@ def cmd_labels(args: argparse.Namespace) -> int:
     from mlassets.core.registry.promotion import PromotionError
 
     try:
-        print(labels_text(args.model, Path(args.file), args.config))
+        print(labels_text(args.model, Path(args.file), args.config, args.who))
         return 0
     except (LabelsError, PromotionError) as exc:
         print(f"mlassets online labels: refused: {exc}", file=sys.stderr)

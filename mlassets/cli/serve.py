@@ -44,16 +44,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from mlassets.core.identity.access import load_access, model_principal
     from mlassets.serve.auth import BearerAuth
     from mlassets.serve.load import ServingError
     from mlassets.serve.telemetry import stamped_http
 
+    # the endpoint decides online tests by itself (rows of the promotion log): an owner of the model's team starts it
+    who = model_principal("serve", args.model)
     try:
         store = auth_store(args.host, args.insecure)
         app = build(args.model, args.config)
     except ServingError as exc:
         print(f"mlassets serve: refused: {exc}", file=sys.stderr)
         return 2
+    if load_access() is not None:  # its decisions name the person who started it
+        app.state.online.who += f", started by {who}"
     if store is not None:
         app.add_middleware(BearerAuth, store=store)
     model = app.state.champion.current

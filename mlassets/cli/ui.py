@@ -126,9 +126,11 @@ def _remember(planned: list[Server]) -> list:
     return redirects
 
 
-def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | None = None) -> int:
+def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | None = None,
+          what: str = "mlassets ui") -> int:
     """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died. Ports
-    not given are those of the UI setting (3000 and 5000 by default)."""
+    not given are those of the UI setting (3000 and 5000 by default); ``what``: the tree's name in the home's lock
+    (who started it)."""
     from mlassets.cli.daemon import start_services
     from mlassets.host.daemon_lock import DaemonRunning
     from mlassets.host.daemon_tree import Tree
@@ -152,7 +154,7 @@ def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | N
         env["MLASSETS_MLFLOW_LANDING"] = route  # the MLflow UI, opened bare, shows these runs
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    tree = Tree(home, "mlassets ui")
+    tree = Tree(home, what)
     try:
         tree.open()
     except DaemonRunning as exc:

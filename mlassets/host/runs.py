@@ -33,6 +33,7 @@ from mlassets.host.run_liveness import process_tags
 from mlassets.host.run_origin import execute_with_origin, job_origin
 
 REPOSITORY = "__repository__"  # the code location's one repository (the location: ``code_server.LOCATION``)
+WHO_TAG = "mlassets/who"  # the principal the command checked (core.identity.access): who ingested or ran it
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # progress lines say enough
 
 
@@ -113,8 +114,9 @@ def execute(instance: dg.DagsterInstance, job_name: str, partition: str, run_con
 
 
 def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, delivered: str = "",
-           corrupt: str = "", shift: float = 0.0) -> Ingested:
-    """Ingest one partition through the ingest job; ``IngestFailed`` (with every failed check) if it did not land."""
+           corrupt: str = "", shift: float = 0.0, who: str = "") -> Ingested:
+    """Ingest one partition through the ingest job (its run tagged with ``who``, the principal the command
+    checked); ``IngestFailed`` (with every failed check) if it did not land."""
     check_partition_key(cfg, partition)  # before anything is made
     registered = register(cfg)  # a config new to this home: taken back if its first ingest is refused
     landed = False
@@ -124,7 +126,8 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
         op_config = {k: v for k, v in {"delivered": delivered, "corrupt_slice": corrupt,
                                        "corrupt_shift": shift}.items() if v}
         run = execute(instance, ingest_job_name(cfg), partition,
-                      {"ops": {keys.raw.to_python_identifier(): {"config": op_config}}} if op_config else None)
+                      {"ops": {keys.raw.to_python_identifier(): {"config": op_config}}} if op_config else None,
+                      {WHO_TAG: who} if who else None)
         ingested = run.record(keys.raw, partition)
         if not isinstance(ingested, Ingested):
             raise IngestFailed(partition, run.failure or f"ingest run {run.run_id} failed")
@@ -136,7 +139,7 @@ def ingest(instance: dg.DagsterInstance, cfg: PipelineConfig, partition: str, de
 
 
 def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, force: bool = False,
-                 again: bool = False, waits: Callable[[str], None] | None = None) -> Run:
+                 again: bool = False, waits: Callable[[str], None] | None = None, *, who: str = "") -> Run:
     """Everything downstream of the raw data, for one data version: its partition key (``2013-03.6870220f``; an
     old home's full commit id works too), the run tagged with its name and commit; ``force``: train even when the
     run's expected cost is over ``training.budget_hours``. Once per data version, config and code
@@ -144,7 +147,7 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
 
     First of all the fleet admits the run's job spec or refuses it (``Refused``, one sentence with the numbers;
     nothing started); an admitted run that finds no free GPUs says where it waits (``waits``) and its training
-    step waits for a slot of the `gpu` pool."""
+    step waits for a slot of the `gpu` pool. ``who``: the principal the command checked, a tag of the run."""
     from mlassets.core.fleet.config import load_fleet
     from mlassets.core.fleet.spec import job_spec
     from mlassets.defs.fleet_admission import WAITS_TAG, check, waiting
@@ -166,7 +169,8 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     from mlassets.defs.fleet import fleet_run_tags
 
     tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {}),
-            **fleet_run_tags(cfg, fleet), **({WAITS_TAG: queued} if queued else {})}  # the spec, its priority
+            **fleet_run_tags(cfg, fleet), **({WAITS_TAG: queued} if queued else {}),  # the spec, its priority
+            **({WHO_TAG: who} if who else {})}
     with only_run(instance, cfg, commit):
         found = existing_candidate(cfg, commit)
         if found is not None and not again:

@@ -46,7 +46,8 @@ def test_images_are_pinned_by_digest_and_secrets_come_only_from_the_secret() -> 
                 assert "@sha256:" in container["image"], f"{manifest}: {container['name']}"
                 for env in container.get("env", []):
                     assert not settings.is_secret_name(env["name"]), f"{manifest}: {env['name']} written in"
-                secret = "mlassets-mlflow" if manifest == "k8s/mlflow.yaml" else "mlassets-secrets"  # its own, narrower
+                secret = {"k8s/mlflow.yaml": "mlassets-mlflow"}.get(manifest, "mlassets-secrets")  # its own, narrower
+                secret = "mlassets-dagster-auth" if container["name"] == "auth-proxy" else secret
                 assert {"secretRef": {"name": secret}} in container["envFrom"]
             if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "mlassets-env":
                 assert not [k for k, v in doc["data"].items() if settings.is_secret_name(k) or settings.url_password(v)]
@@ -127,3 +128,22 @@ def test_mlflow_runs_its_own_authentication_and_every_pod_signs_in() -> None:
     assert all(f"{name}=" in header for name in REQUIRED)  # the Secret's keys the server refuses to start without
     example = (INFRA / "k8s" / "secrets.env.example").read_text()
     assert "MLFLOW_TRACKING_USERNAME=" in example and "MLFLOW_TRACKING_PASSWORD=CHANGE_ME" in example
+
+
+def test_the_dagster_ui_is_reached_only_through_its_authenticating_proxy() -> None:
+    """Dagster OSS has no login: the webserver listens on its pod's loopback, the Service's one port is the
+    oauth2-proxy's, which passes a request on to the webserver only after sign-in, its settings from its own Secret."""
+    docs = load_all("k8s/dagster.yaml")
+    (pod,) = [d["spec"]["template"]["spec"] for d in docs if d["metadata"]["name"] == "mlassets-webserver"
+              and d["kind"] == "Deployment"]
+    webserver, proxy = (next(c for c in pod["containers"] if c["name"] == n) for n in ("webserver", "auth-proxy"))
+    command = webserver["command"]
+    assert command[command.index("-h") + 1] == "127.0.0.1" and "ports" not in webserver
+    assert "--upstream=http://127.0.0.1:3000/" in proxy["args"] and "--provider=oidc" in proxy["args"]
+    assert proxy["envFrom"] == [{"secretRef": {"name": "mlassets-dagster-auth"}}]
+    (service,) = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "mlassets-webserver"]
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] in [p["name"] for p in proxy["ports"]] and service["spec"]["type"] == "ClusterIP"
+    example = (INFRA / "k8s" / "dagster-auth.env.example").read_text()
+    assert all(f"OAUTH2_PROXY_{key}=" in example for key in ("CLIENT_ID", "CLIENT_SECRET", "COOKIE_SECRET",
+                                                              "OIDC_ISSUER_URL", "EMAIL_DOMAINS"))

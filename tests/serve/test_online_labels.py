@@ -54,7 +54,8 @@ def _labels(capsys: pytest.CaptureFixture, name: str, file: Path, config: str) -
 
 
 def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothing(
-        reg: Registry, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+        reg: Registry, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLASSETS_USER", "labeller")
     reg.add(True, True)
     promote.promote(reg.name, "1")
     online_log.start(reg.name, "2", "canary")
@@ -84,6 +85,7 @@ def test_labels_join_the_recorded_rows_of_each_variant_and_bad_files_write_nothi
     assert written["variants"]["candidate"]["labelled"] == 5
     assert written["variants"]["candidate"]["value"] == pytest.approx(canary_mae)
     assert "paired" not in written  # a canary's rows are its own: judged as two samples
+    assert written["who"] == "labeller"  # the principal the command checked (single-user mode: the claimed name)
     assert f"36 labels from labels.csv, 35 on rows the endpoint recorded for v2 (canary against v1, seq {test.seq})" \
         in out
     assert [line.split()[:2] for line in out.splitlines() if line.startswith(("champion", "canary"))] == \

@@ -183,10 +183,11 @@ def _pairs(task: str, metric: str, champion: pd.DataFrame, candidate: pd.DataFra
             row_values(task, metric, y, both["prediction_h"].tolist()))
 
 
-def add_labels(folder: Path, file: Path, spec: LabelSpec, mode: str) -> dict[str, Any]:
+def add_labels(folder: Path, file: Path, spec: LabelSpec, mode: str, who: str = "") -> dict[str, Any]:
     """Join ``file``'s labels (and those received before) to the test's predictions in ``folder``; writes
-    ``labels.parquet`` and ``labelled.json`` and returns what it wrote, with ``new``, ``matched`` and
-    ``without_target`` (this file's rows). ``LabelsError`` (nothing written) for a file that cannot be used."""
+    ``labels.parquet`` and ``labelled.json`` (with ``who``: the principal that handed the file in) and returns what
+    it wrote, with ``new``, ``matched`` and ``without_target`` (this file's rows). ``LabelsError`` (nothing
+    written) for a file that cannot be used."""
     predictions = read_predictions(folder, spec)
     new, without = read_labels(file, spec)
     matched = int(new[KEY].isin(set(predictions[KEY])).sum())
@@ -202,7 +203,7 @@ def add_labels(folder: Path, file: Path, spec: LabelSpec, mode: str) -> dict[str
               for name, part in rows.items()}
     pairs = _pairs(spec.task, spec.metric, rows["champion"], rows["candidate"]) if mode == "shadow" else None
     out = {**summarize(spec.metric, values["champion"], values["candidate"], pairs), "labels": len(stored),
-           "file": str(file), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+           "file": str(file), "at": datetime.now(UTC).isoformat(timespec="seconds"), "who": who}
     _replace(folder / LABELS, lambda tmp: stored.to_parquet(tmp, index=False))
     _replace(folder / LABELLED, lambda tmp: tmp.write_text(json.dumps(out, indent=1)))
     return {**out, "new": len(new), "matched": matched, "without_target": without}

@@ -50,11 +50,13 @@ class Lease:
 
 @dataclass(frozen=True)
 class Kubernetes:
-    """What ``mlassets fleet kueue`` renders for: the namespace of the team queues and jobs, and what a pod asks per
-    GPU beside it (Kueue quotas cover cpu and memory as well as GPUs)."""
+    """What ``mlassets fleet kueue`` renders for: the namespace of the team queues and jobs (with
+    ``team_namespaces``: one per team, ``<namespace>-<team>``), and what a pod asks per GPU beside it (Kueue quotas
+    cover cpu and memory as well as GPUs)."""
     namespace: str = "mlassets"
     cpu_per_gpu: int = 4
     memory_gib_per_gpu: int = 16
+    team_namespaces: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,9 +107,16 @@ class FleetConfig:
             raise ConfigError(f"grace_s {self.grace_s} must be > 0, overrun_factor {self.overrun_factor} >= 1, "
                               f"checkpoints_mandatory_after_minutes {self.checkpoints_mandatory_after_minutes} > 0")
         check_name("kubernetes.namespace", self.kubernetes.namespace)
+        for team_name in self.teams:
+            check_name(f"teams.{team_name}: its namespace", self.namespace_of(team_name))
         for key in ("cpu_per_gpu", "memory_gib_per_gpu"):
             if getattr(self.kubernetes, key) < 1:
                 raise ConfigError(f"kubernetes.{key}: must be >= 1, got {getattr(self.kubernetes, key)}")
+
+    def namespace_of(self, team: str) -> str:
+        """The Kubernetes namespace of ``team``'s LocalQueues and jobs."""
+        ns = self.kubernetes.namespace
+        return f"{ns}-{team}" if self.kubernetes.team_namespaces else ns
 
     def gpus(self, capacity: str) -> int:
         """GPUs of the pools a job of this capacity may be placed on (spot-first: every pool)."""

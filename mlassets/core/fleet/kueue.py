@@ -11,7 +11,9 @@ contract ``mlassets fleet serve`` keeps on one machine (docs/fleet-kueue.md: whi
   preemptible job within the team and across teams (every running job borrows, so every one is a candidate), up to
   the highest class that some class may preempt (``borrowWithinCohort.maxPriorityThreshold``);
 - a WorkloadPriorityClass per priority class, and one above that threshold per class for not-preemptible jobs;
-- a LocalQueue per ClusterQueue in the fleet's namespace, and Kueue's manager Configuration (``kueue_config``).
+- a LocalQueue per ClusterQueue in the fleet's namespace, each admitting only that namespace's workloads, or with
+  ``kubernetes.team_namespaces`` a Namespace per team holding its LocalQueues, its ClusterQueues admitting only it;
+  and Kueue's manager Configuration (``kueue_config``).
 """
 
 from __future__ import annotations
@@ -121,9 +123,10 @@ def _preemption(fleet: FleetConfig, preempting: bool, within_queue: bool) -> dic
 def render_fleet(fleet: FleetConfig) -> list[dict[str, Any]]:
     """Every cluster-level object of the fleet and the team LocalQueues, in the order ``kubectl apply`` needs."""
     sizes = flavor_gpus(fleet)
-    docs: list[dict[str, Any]] = [
-        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": meta(f),
-         "spec": {"nodeLabels": {CAPACITY_LABEL: f}}} for f in CAPACITIES if sizes[f]]
+    docs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(fleet.namespace_of(t))}
+                                  for t in fleet.teams if fleet.kubernetes.team_namespaces]
+    docs += [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": meta(f),
+              "spec": {"nodeLabels": {CAPACITY_LABEL: f}}} for f in CAPACITIES if sizes[f]]
     docs.append({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": meta(HOST_FLAVOR), "spec": {}})
     for name, cls in sorted(fleet.priority_classes.items(), key=lambda kv: kv[1].value):
         said = f"; preempts {', '.join(cls.preempts)}" if cls.preempts else ""
@@ -141,13 +144,13 @@ def render_fleet(fleet: FleetConfig) -> list[dict[str, Any]]:
         for name, preempting in queues(fleet, team):
             docs.append({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": meta(name), "spec": {
                 "cohortName": team_cohort(team),
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": fleet.kubernetes.namespace}},
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": fleet.namespace_of(team)}},
                 "queueingStrategy": "BestEffortFIFO",
                 "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
                 "preemption": _preemption(fleet, preempting, within_queue=name == team),
                 "resourceGroups": _groups(fleet, dict.fromkeys(CAPACITIES, 0), 0)}})
             docs.append({"apiVersion": KUEUE, "kind": "LocalQueue",
-                         "metadata": meta(name, fleet.kubernetes.namespace), "spec": {"clusterQueue": name}})
+                         "metadata": meta(name, fleet.namespace_of(team)), "spec": {"clusterQueue": name}})
     return docs
 
 

@@ -129,7 +129,7 @@ def _pytorchjob(spec: JobSpec, fleet: FleetConfig, name: str, image: str, job: s
 
 
 def _meta(spec: JobSpec, fleet: FleetConfig, name: str) -> dict[str, Any]:
-    out = kueue.meta(name, fleet.kubernetes.namespace)
+    out = kueue.meta(name, fleet.namespace_of(spec.team))
     out["labels"] = labels(spec, fleet, name)
     return out
 

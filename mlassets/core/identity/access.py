@@ -1,7 +1,8 @@
 """``access.yaml``: who may do what. Platform ``admins`` may do everything (prune, tokens, any team's model); a
-team's ``owners`` promote, roll back, start and decide online tests of, and adopt versions of, the models whose dataset
-config names the team (``fleet.team``); its ``members`` (owners too) submit fleet jobs as the team, spend its budget
-and retrain its datasets with ``--again``.
+team's ``owners`` promote, roll back, start, decide and label online tests of, adopt versions of, and serve (whose
+endpoint decides online tests by itself) the models whose dataset config names the team (``fleet.team``); its
+``members`` (owners too) ingest its datasets, submit fleet jobs as the team, spend its budget and retrain its datasets
+with ``--again``. Running what acts for every team (the Dagster daemon and UI, the fleet's scheduler) is an admin's.
 
 The file switches the checks on. Without it every local user acts as today (one user, one home) and the promotion
 log records ``$MLASSETS_USER`` or the login name; with it the principal is the operating-system user of the process
@@ -26,8 +27,8 @@ ACCESS_ENV = "MLASSETS_ACCESS"
 FILE = "access.yaml"
 ADMIN, OWNER, MEMBER = "admin", "owner", "member"
 # action: the role it needs on the team concerned (ADMIN: a platform admin, whatever the team)
-ACTIONS = {"submit": MEMBER, "run": MEMBER, "retrain": MEMBER, "promote": OWNER, "rollback": OWNER, "online": OWNER,
-           "adopt": OWNER, "prune": ADMIN, "tokens": ADMIN}
+ACTIONS = {"ingest": MEMBER, "submit": MEMBER, "run": MEMBER, "retrain": MEMBER, "promote": OWNER, "rollback": OWNER,
+           "online": OWNER, "adopt": OWNER, "serve": OWNER, "operate": ADMIN, "prune": ADMIN, "tokens": ADMIN}
 
 
 class AccessDenied(ValueError):
