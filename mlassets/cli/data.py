@@ -46,9 +46,10 @@ def _print_rows(cfg: PipelineConfig, rows: list) -> None:
 def _failed(rows: list) -> int:
     failed = [r for r in rows if r.decision not in ("pass", "reject", "not trained")]  # verdicts are results
     stopped = [r for r in rows if r.decision == "not trained"]
-    if stopped:  # stopped by its budget, on purpose: said, and not a failure
-        print(f"\n{len(stopped)} of {len(rows)} versions were not trained (over training.budget_hours; "
-              "--force trains them): " + ", ".join(r.month for r in stopped), file=sys.stderr)
+    if stopped:  # stopped on purpose (its budget, or trained already): said, with why, and not a failure
+        print(f"\n{len(stopped)} of {len(rows)} versions were not trained:", file=sys.stderr)
+        for r in stopped:
+            print(f"  {r.month}: {r.reasons[0] if r.reasons else 'stopped'}", file=sys.stderr)
     if failed:
         print(f"\n{len(failed)} of {len(rows)} versions failed before the gate: "
               + ", ".join(f"{r.month} ({r.decision})" for r in failed), file=sys.stderr)

@@ -42,8 +42,19 @@ def _failed_step(context: dg.RunFailureSensorContext) -> tuple[str, str]:
         error = data.error if data else None
         while not text and error is not None:
             text, error = (error.message.strip() if error.cause is None else ""), error.cause
-        return event.step_key or "a step", (text or "failed").splitlines()[0][:2000]
-    return "the run", context.failure_event.message or "failed"
+        return event.step_key or "a step", one_line(text)
+    return "the run", one_line(context.failure_event.message or "")
+
+
+def one_line(text: str) -> str:
+    """A failure's description as one line of at most 2000 characters: a heading that ends in a colon keeps the
+    lines it introduces (``partition 2024-07 was not ingested: column 'units' is missing; ...``)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "failed"
+    head, rest = lines[0], lines[1:]
+    joined = head + (" " if head.endswith(":") else "; ") + "; ".join(rest) if rest else head
+    return joined[:2000]
 
 
 def describe(context: dg.RunFailureSensorContext, configs: list[PipelineConfig]) -> Alert:

@@ -18,6 +18,7 @@ from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
 from mlassets.defs.fleet_admission import admit_requests
 from mlassets.defs.jobs import (
+    DELIVERY_SHA_TAG,
     DELIVERY_TAG,
     RETRAIN_TAG,
     SERIAL_TAG,
@@ -30,6 +31,8 @@ from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import DATASET_TAG, PARTITIONS_TAG, version_run_tags
 from mlassets.defs.partitions import data_versions, raw_partitions
 from mlassets.defs.resources import StoreResource
+
+ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
 def _status(on: bool) -> dg.DefaultSensorStatus:
@@ -101,11 +104,31 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
     auto, op = cfg.automation, keys.raw.to_python_identifier()
     folder = auto.landing
 
+    def ended(context: dg.SensorEvaluationContext, seen: dict) -> None:
+        """The requested ingests whose run ended since the last tick, said as they ended (ingested, or not)."""
+        from mlassets.core.automation.settle import pending, resolve
+
+        for key, digest in pending(seen).items():
+            runs = context.instance.get_runs(dg.RunsFilter(job_name=ingest_job_name(cfg), tags={
+                DATASET_TAG: cfg.dataset.name, PARTITIONS_TAG: key, DELIVERY_SHA_TAG: digest}), limit=1)
+            if not runs or runs[0].status not in ENDED:
+                continue
+            run = runs[0]
+            where = run.tags.get(DELIVERY_TAG, key)
+            if run.status == dg.DagsterRunStatus.SUCCESS:
+                context.log.info(f"landing: {where} was ingested into partition {key} (run {run.run_id[:8]})")
+            else:
+                context.log.warning(f"landing: {where} was not ingested: run {run.run_id[:8]} of partition {key} "
+                                    f"{run.status.value.lower()} (its failure says why); it is taken again once "
+                                    "its content changes and it is whole")
+            resolve(seen, key, run.status == dg.DagsterRunStatus.SUCCESS)
+
     @dg.sensor(name=f"{cfg.dataset.name}_landing", job_name=ingest_job_name(cfg),
                minimum_interval_seconds=auto.sensor_interval_s, default_status=_status(True),
                description=f"A file or folder named by its partition key in {folder} is ingested once, when whole "
-                           f"(unchanged for {auto.landing_settle_s} s). A rejected delivery is reported by the run "
-                           "and never retried; a delivery changed after its ingest is reported, not ingested.")
+                           f"(unchanged for {auto.landing_settle_s} s). A refused delivery is reported by its run and "
+                           "taken again only once its content changes and it is whole again; a delivery changed "
+                           "after its ingest is reported, not ingested.")
     def landing(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         import time
         from pathlib import Path
@@ -114,6 +137,7 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
         from mlassets.core.automation.settle import decide
 
         seen: dict = json.loads(context.cursor) if context.cursor else {}
+        ended(context, seen)
         deliveries, ignored = scan(folder, cfg.dataset.partitions.pattern, auto.landing_max_mb)
         for entry in ignored:
             if seen.get(f"ignored:{entry.name}") != entry.reason:
@@ -128,13 +152,19 @@ def landing_sensor(cfg: PipelineConfig, keys: DatasetKeys) -> dg.SensorDefinitio
             context.log.warning(f"landing: {d.path} changed after partition {d.key} was ingested from it; it is not "
                                 f"a new version unless you say so: mlassets ingest --config <the {cfg.dataset.name} "
                                 f"config> --partition {d.key} --from {d.path}")
+        for d in decision.held:
+            context.log.info(f"landing: {d.path} changed while the ingest of partition {d.key} requested from it has "
+                             "not ended; it is judged again when that run ends")
         requests = [
             dg.RunRequest(run_key=f"{d.key}:{digest[:16]}", partition_key=d.key,
                           run_config={"ops": {op: {"config": {"delivered": d.path, "delivered_sha256": digest}}}},
-                          tags={TRIGGER_TAG: "landing", DELIVERY_TAG: d.path, PARTITIONS_TAG: d.key,
-                                DATASET_TAG: cfg.dataset.name})
+                          tags={TRIGGER_TAG: "landing", DELIVERY_TAG: d.path, DELIVERY_SHA_TAG: digest,
+                                PARTITIONS_TAG: d.key, DATASET_TAG: cfg.dataset.name})
             for d, digest in decision.ready
         ]
+        for d, digest in decision.ready:
+            context.log.info(f"landing: {d.path} is whole (sha256 {digest[:12]}...); its ingest into partition "
+                             f"{d.key} is requested")
         fresh = [d.key for d, _ in decision.ready]
         keys_new = [k for k in fresh if not context.instance.has_dynamic_partition(raw_partitions(cfg).name, k)]
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True),

@@ -27,6 +27,7 @@ def dataset_of_job(job_name: str, datasets: list[str]) -> str | None:
 TRIGGER_TAG = "mlassets/trigger"  # what started a run: new_data, landing, schedule, drift (absent: a person)
 RETRAIN_TAG = "mlassets/retrain"  # full or warm_start (a scheduled retrain's policy)
 DELIVERY_TAG = "mlassets/delivery"  # the landing file or folder an ingest run reads
+DELIVERY_SHA_TAG = "mlassets/delivery_sha256"  # its fingerprint when the landing sensor found it whole
 SERIAL_TAG = "mlassets/serial"  # the daemon runs a dataset's automated pipeline runs one at a time, in order
 STOPPED_TAG = "mlassets/stopped"  # why a run trained nothing on purpose (over training.budget_hours): not a failure
 FORCE_TAG = "mlassets/force"  # "budget": train even when the expected cost is over training.budget_hours

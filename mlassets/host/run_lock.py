@@ -50,7 +50,12 @@ class Existing:
 
 def existing_candidate(cfg: PipelineConfig, commit: str) -> Existing | None:
     """The newest model version mlassets registered from ``commit`` with this config and this code, if there is one
-    (the pipeline asks the same before it trains: ``core.registry.made``)."""
+    (the pipeline asks the same before it trains: ``core.registry.made``), looked up in the registry the run would
+    register in (the home's, or ``$MLFLOW_TRACKING_URI``): a command that has not pointed MLflow anywhere yet would
+    otherwise ask MLflow's default store, find nothing and launch a run that stops itself."""
+    from mlassets.core import tracking
+
+    tracking.connect()
     found = existing(cfg.model.registered_name, Made.now(cfg, commit))
     return Existing(str(found.version), found.tags.get("dagster_run_id", "")) if found else None
 

@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-import numpy as np
 import pandas as pd
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -27,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from mlassets.core.config.serving import ServingConfig
 from mlassets.core.diagnose.host import Sampler, on_thread
 from mlassets.core.train.outputs import class_frame
-from mlassets.serve import rows
+from mlassets.serve import body, rows
 from mlassets.serve.batcher import Batcher, Stopped
 from mlassets.serve.features import FeatureLookup
 from mlassets.serve.online_router import Online, fixed
@@ -51,26 +50,6 @@ def forward(champion: Champion) -> Callable[[pd.DataFrame], tuple[Any, int, str]
         answer = class_frame(bundle.classes, out) if bundle.task == "multiclass" else out
         return answer, preprocessed, model.version
     return run
-
-
-def _jsonable(answer: Any) -> list[Any]:
-    if isinstance(answer, pd.DataFrame):
-        return json.loads(answer.to_json(orient="records"))
-    return [None if not np.isfinite(v) else float(v) for v in np.asarray(answer, dtype=np.float64)]
-
-
-async def _body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise rows.BadRequest(413, f"the body of {int(declared)} bytes is over the limit of {limit} bytes "
-                                   "(serving.max_body_bytes)")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise rows.BadRequest(413, f"the body is over the limit of {limit} bytes (serving.max_body_bytes)")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig, poll: bool = True,
@@ -123,14 +102,12 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
         theirs = run.batcher.admit() if run is not None and to_candidate else None
         variant, retrieval = "champion", None
         try:
-            if request.headers.get("content-type", "application/json").split(";")[0].strip() != "application/json":
-                raise rows.BadRequest(415, f"content type {request.headers['content-type']!r} is not accepted; "
-                                           "send application/json")
-            body = await _body(request, settings.max_body_bytes)
+            body.check_type(request)
+            received = await body.read(request, settings.max_body_bytes)
             start = time.time_ns()  # received: from the first bytes to the whole body in the handler
             span.stage("receive", arrived, start)
             cpu = time.thread_time_ns()  # the loop thread's CPU for this request's own (synchronous) work
-            records = parse(rows.parse_json(body))
+            records = parse(body.parse_json(received))
             parsed_cpu = time.thread_time_ns() - cpu
             if lookup is not None:  # rows that give a table's key instead of its columns
                 looked_at = time.time_ns()
@@ -177,7 +154,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                 span.stage("feature_retrieval", retrieval[0], retrieval[1], retrieval[3], rows=retrieval[2])
                 span.stage("preprocessing", retrieval[1], queued_ns, checked_cpu)
             span.batch(queued_ns, timing)
-            answer = {"predictions": _jsonable(predicted), "model": champion.name, "version": version,
+            answer = {"predictions": rows.predictions(predicted), "model": champion.name, "version": version,
                       "trace_id": span.trace_id}
             content = json.dumps(answer).encode()  # from the pass's end: the answer handed back, then serialized
             span.stage("postprocessing", timing.done_ns, time.time_ns(), time.thread_time_ns() - cpu)
@@ -188,7 +165,7 @@ def create_app(champion: Champion, schema: rows.Schema, settings: ServingConfig,
                 reply.raise_for_status()
         except rows.BadRequest as exc:
             status, answer = exc.status, {"error": str(exc), "trace_id": span.trace_id}
-            metrics.errors.labels("bad_request").inc()
+            metrics.errors.labels(exc.kind).inc()
         except httpx.HTTPError as exc:
             status = 504 if isinstance(exc, httpx.TimeoutException) else 502
             answer = {"error": f"the downstream call to {settings.downstream_url} failed: {type(exc).__name__}",

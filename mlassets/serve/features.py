@@ -27,7 +27,7 @@ import pandas as pd
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data import raw
 from mlassets.core.data.store import VersionedStore
-from mlassets.serve.rows import BadRequest, Schema
+from mlassets.serve.rows import BadRequest, Schema, shown
 
 LOG = logging.getLogger("mlassets.serve")
 DELAY_ENV = "MLASSETS_FEATURE_DELAY_MS"
@@ -61,12 +61,12 @@ def _key_value(value: Any, column: str, row: int, dtype: str) -> Any:
         try:
             moment = pd.Timestamp(value)
         except (ValueError, TypeError):
-            raise BadRequest(422, f"row {row}: key {column!r} must be a time (ISO 8601), got {value!r}") from None
+            raise BadRequest(422, f"row {row}: key {column!r} must be a time (ISO 8601), got {shown(value)}") from None
         if pd.isna(moment):
             raise BadRequest(422, f"row {row}: key {column!r} may not be missing")
         return (moment.tz_localize("UTC") if moment.tzinfo is None else moment.tz_convert("UTC")).value
     if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise BadRequest(422, f"row {row}: key {column!r} must be a string or a number, got {value!r}")
+        raise BadRequest(422, f"row {row}: key {column!r} must be a string or a number, got {shown(value)}")
     return value
 
 
@@ -130,8 +130,8 @@ class FeatureLookup:
                 key = tuple(_key_value(row[k], k, i, dtypes[k]) for k in table.key)
                 found = index[table.name].get(key)
                 if found is None:
-                    shown = ", ".join(f"{k}={row[k]!r}" for k in table.key)
-                    raise BadRequest(422, f"row {i}: no {table.name} row for {shown} in the features store "
+                    named = ", ".join(f"{k}={row[k]!r}" for k in table.key)
+                    raise BadRequest(422, f"row {i}: no {table.name} row for {named} in the features store "
                                           f"({self.repo}@{self.commit[:12]})")
                 filled.update({c: None if isinstance(v, float) and np.isnan(v) else v
                                for c, v in zip(table.columns, found, strict=True)})

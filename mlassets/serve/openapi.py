@@ -22,13 +22,23 @@ _ANSWER = {"type": "object", "required": ["predictions", "model", "version", "tr
     "model": {"type": "string"}, "version": {"type": "string", "description": "the version that answered"},
     "trace_id": {"type": "string", "description": "also the `x-trace-id` header"}}}
 _REFUSALS = {"400": "the body is not JSON", "413": "over serving.max_body_bytes or serving.max_rows",
-             "415": "not application/json", "422": "a row the model cannot take (the column is named)",
+             "415": "no content type, or not application/json",
+             "422": "a row the model cannot take (the column and value are named: a declared rule it breaks), or "
+                    "a prediction that is not finite",
              "502": "the downstream call failed", "504": "the downstream call timed out"}
 
 
 def _row(schema: Schema) -> dict[str, Any]:
     def column(name: str, kind: str) -> dict[str, Any]:
-        return {"type": [kind, "null"]} if name in schema.nullable else {"type": kind}
+        spec = schema.specs.get(name)
+        if spec is not None and kind == "number" and spec.dtype == "int":
+            kind = "integer"
+        out: dict[str, Any] = {"type": [kind, "null"]} if name in schema.nullable else {"type": kind}
+        if spec is not None and kind != "string":  # the declared rules the endpoint checks (``column_rules``)
+            out |= {key: value for key, value in (("minimum", spec.min), ("maximum", spec.max)) if value is not None}
+        if spec is not None and kind == "string" and spec.allowed is not None:
+            out["enum"] = list(spec.allowed)
+        return out
 
     props = {c: column(c, "string") for c in schema.categorical} | {c: column(c, "number") for c in schema.numeric}
     return {"type": "object", "properties": props, "required": [c for c in schema.columns if c not in schema.nullable]}

@@ -1,15 +1,19 @@
 """Request bodies to feature rows: MLflow's scoring protocol and a plain JSON route, checked column by column.
 
 Every refusal is a ``BadRequest`` with the HTTP status and a sentence naming the column, the row or the limit;
-nothing a client sends reaches the model unchecked, so no input turns into a 500.
+nothing a client sends reaches the model unchecked, so no input turns into a 500. A row is checked by the rules
+validation checks a delivery by (the dataset config's columns: type, ``int`` whole, finite, ``min``/``max``,
+``allowed``; ``schema_polars.first_failure``), which are also what the registered pyfunc's signature declares, and
+an answer holds only finite predictions (``predictions``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,27 +21,35 @@ import pandas as pd
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.config.schema import ColumnSpec
+from mlassets.core.data.column_rules import Rule, breaks, rules
 
 
 class BadRequest(ValueError):
     """A request the endpoint refuses: ``status`` (4xx) and a sentence for the client."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, kind: str = "bad_request") -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.kind = status, kind  # kind: the label of the refusal in the errors metric
 
 
 @dataclass(frozen=True)
 class Schema:
-    """The raw columns a model takes: categorical and numeric ones, and which may be missing (null/NaN)."""
+    """The raw columns a model takes: categorical and numeric ones, which may be missing (null/NaN), and the
+    declared rules (the dataset config's column specs) of those the config declares."""
 
     categorical: list[str]
     numeric: list[str]
     nullable: frozenset[str]
+    specs: Mapping[str, ColumnSpec] = field(default_factory=dict)
 
     @property
     def columns(self) -> list[str]:
         return [*self.categorical, *self.numeric]
+
+    @functools.cached_property
+    def rules(self) -> dict[str, list[Rule]]:
+        """Each declared column's value rules (``column_rules``), listed once per endpoint."""
+        return {name: rules(spec) for name, spec in self.specs.items()}
 
 
 def schema_of(categorical: list[str], numeric: list[str], cfg: PipelineConfig | None) -> Schema:
@@ -48,18 +60,9 @@ def schema_of(categorical: list[str], numeric: list[str], cfg: PipelineConfig | 
         for table in cfg.dataset.tables.values():
             specs.update(table.columns)
         specs.update(cfg.dataset.columns)
-    nullable = frozenset(c for c in [*categorical, *numeric] if c not in specs or specs[c].nullable)
-    return Schema(list(categorical), list(numeric), nullable)
-
-
-def parse_json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except UnicodeDecodeError:
-        raise BadRequest(400, "the body is not UTF-8 text; send JSON") from None
-    except json.JSONDecodeError as exc:
-        raise BadRequest(400, f"the body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
-            from None
+    columns = [*categorical, *numeric]
+    nullable = frozenset(c for c in columns if c not in specs or specs[c].nullable)
+    return Schema(list(categorical), list(numeric), nullable, {c: specs[c] for c in columns if c in specs})
 
 
 def mlflow_records(payload: Any) -> list[Mapping[str, Any]]:
@@ -159,7 +162,69 @@ def to_rows(records: list[Mapping[str, Any]], schema: Schema, max_rows: int, ign
         data[column] = [_value(r[column], column, i, numeric, column in schema.nullable)
                         for i, r in enumerate(records)]
     numeric = set(schema.numeric)
-    return Rows({c: np.array(v, dtype=np.float64 if c in numeric else object) for c, v in data.items()})
+    out = Rows({c: np.array(v, dtype=np.float64 if c in numeric else object) for c, v in data.items()})
+    _check_declared(out, schema)
+    return out
+
+
+def _check_declared(checked: Rows, schema: Schema) -> None:
+    """A 422 naming the first row, column and value that breaks the column's declared rules (``column_rules``):
+    judged in NumPy where the values are already of the declared type (numbers of a numeric column, text of a
+    ``str`` one), in validation's Polars engine otherwise and to word any failure."""
+    if not schema.specs:
+        return
+    quick = True
+    for name, spec in schema.specs.items():
+        values = checked.columns[name]
+        if values.dtype == np.float64 and spec.dtype in ("int", "float"):
+            pass
+        elif values.dtype == object and spec.dtype == "str":
+            values = np.array([None if v is None else str(v) for v in values], dtype=object)
+        else:
+            quick = False
+            break
+        if any(breaks(rule, values).any() for rule in schema.rules[name]):
+            quick = False
+            break
+    if quick:
+        return
+    from mlassets.core.data.schema_polars import first_failure, to_polars
+
+    failure = first_failure(to_polars(checked[list(schema.specs)]), dict(schema.specs))
+    if failure is not None:
+        row, column, value, check = failure
+        raise BadRequest(422, f"row {row}: column {column!r} is {shown(value)}, which fails {check}: the dataset "
+                              "config declares the column so, and validation refuses such a value too")
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: JSON for a scalar (whole floats as integers), the kind of a list or object
+    (never its text: it may nest a thousand levels)."""
+    if isinstance(value, dict | list):
+        return f"a JSON {'object' if isinstance(value, dict) else 'list'}"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    try:
+        return json.dumps(value)[:40]
+    except TypeError:  # a timestamp and the like
+        return str(value)[:40]
+
+
+def predictions(answer: Any) -> list[Any]:
+    """The answer as JSON values (a multiclass frame as one object per row), or a 422 naming the first row whose
+    prediction is not finite: a number that is none is never answered, neither as a number nor as null."""
+    frame = isinstance(answer, pd.DataFrame)
+    values = answer.select_dtypes("number").to_numpy(dtype=np.float64) if frame \
+        else np.asarray(answer, dtype=np.float64)
+    finite = np.isfinite(values) if values.ndim == 1 else np.isfinite(values).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise BadRequest(422, f"row {row}: the model's prediction is not finite "
+                              f"({values[row] if values.ndim == 1 else values[row].tolist()}); no prediction is "
+                              "answered for this request", kind="non_finite_prediction")
+    if frame:
+        return json.loads(answer.to_json(orient="records"))
+    return values.tolist()
 
 
 def _value(value: Any, column: str, row: int, numeric: bool, nullable: bool) -> Any:
@@ -170,11 +235,15 @@ def _value(value: Any, column: str, row: int, numeric: bool, nullable: bool) -> 
         return math.nan if numeric else None
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         kind = "a number" if numeric else "a string or a number"
-        raise BadRequest(422, f"row {row}: column {column!r} must be {kind}, got {json.dumps(value)[:40]}")
+        raise BadRequest(422, f"row {row}: column {column!r} must be {kind}, got {shown(value)}")
     if numeric:
         if isinstance(value, str):
-            raise BadRequest(422, f"row {row}: column {column!r} must be a number, got {json.dumps(value)[:40]}")
-        if math.isinf(value):
-            raise BadRequest(422, f"row {row}: column {column!r} must be finite, got {value}")
-        return float(value)
+            raise BadRequest(422, f"row {row}: column {column!r} must be a number, got {shown(value)}")
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past any float
+            number = math.inf
+        if math.isinf(number):
+            raise BadRequest(422, f"row {row}: column {column!r} must be finite, got {shown(value)}")
+        return number
     return value

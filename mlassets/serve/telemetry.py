@@ -44,7 +44,8 @@ class Metrics:
                                     registry=r)
         self.batch_requests = Histogram("mlassets_serving_batch_requests", "Requests per forward pass",
                                         buckets=_BATCH_BUCKETS, registry=r)
-        self.errors = Counter("mlassets_serving_errors", "Refused or failed requests by kind", ["kind"], registry=r)
+        self.errors = Counter("mlassets_serving_errors", "Refused or failed requests by kind: bad_request, "
+                              "non_finite_prediction, downstream, internal", ["kind"], registry=r)
         self.swaps = Counter("mlassets_serving_swaps", "Champion swaps by outcome", ["outcome"], registry=r)
         self.version = Gauge("mlassets_serving_model_version", "The version being served", ["model"], registry=r)
 

@@ -87,6 +87,17 @@ def _settled(sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: 
                            + second.dynamic_partitions_requests)
 
 
+def _ingest(cfg: PipelineConfig, instance: dg.DagsterInstance, request: dg.RunRequest):  # noqa: ANN202 - a Run
+    """The ingest run a landing request starts, run here as the daemon would run it."""
+    from mlassets.defs.jobs import ingest_job_name
+    from mlassets.defs.partitions import raw_partitions
+    from mlassets.host.runs import execute, register
+
+    register(cfg)
+    instance.add_dynamic_partitions(raw_partitions(cfg).name, [request.partition_key])
+    return execute(instance, ingest_job_name(cfg), request.partition_key, request.run_config, tags=request.tags)
+
+
 def test_a_delivery_is_ingested_once_when_whole_and_a_bad_name_is_only_logged(cfg: PipelineConfig,
                                                                              capsys: pytest.CaptureFixture) -> None:
     sensor, instance = _defs(cfg)["sales_landing"], get_instance()
@@ -100,16 +111,21 @@ def test_a_delivery_is_ingested_once_when_whole_and_a_bad_name_is_only_logged(cf
     result = _settled(sensor, instance, None)
     (request,) = result.run_requests
     assert request.partition_key == "2024-01" and request.tags["mlassets/trigger"] == "landing"
-    digest = json.loads(result.cursor)["2024-01"]  # what the ingest run checks before it reads
+    digest = json.loads(result.cursor)["pending:2024-01"]  # what the ingest run checks before it reads
     assert request.run_config == {"ops": {"sales__raw_sales": {"config": {"delivered": str(landing / "2024-01.csv"),
                                                                           "delivered_sha256": digest}}}}
     assert result.dynamic_partitions_requests[0].partition_keys == ["2024-01"]
-    assert _settled(sensor, instance, result.cursor).run_requests == []  # the same file: never again (nor retried)
+    assert _settled(sensor, instance, result.cursor).run_requests == []  # requested: not again while it runs
+    assert _ingest(cfg, instance, request).success
+    capsys.readouterr()
+    ingested = _settled(sensor, instance, result.cursor)
+    assert ingested.run_requests == []  # the same file: never again (nor retried)
+    assert f"{landing / '2024-01.csv'} was ingested into partition 2024-01" in capsys.readouterr().err
+    assert json.loads(ingested.cursor)["2024-01"] == digest
     frame = pd.read_csv(landing / "2024-01.csv", dtype=str)
     frame.loc[3, "units"] = "12.0"
     frame.to_csv(landing / "2024-01.csv", index=False)
-    capsys.readouterr()
-    changed = _settled(sensor, instance, result.cursor)
+    changed = _settled(sensor, instance, ingested.cursor)
     assert changed.run_requests == []  # changed after its ingest: not a new version unless the user says so
     said = [line for line in capsys.readouterr().err.splitlines() if "changed after partition 2024-01" in line]
     assert len(said) == 1 and f"--partition 2024-01 --from {landing / '2024-01.csv'}" in said[0]
@@ -137,7 +153,68 @@ def test_a_half_written_delivery_is_never_read(cfg: PipelineConfig) -> None:
     time.sleep(SETTLE_S + 0.2)
     third = _tick(sensor, instance, second.cursor)
     assert [r.partition_key for r in third.run_requests] == ["2024-02"]
-    assert json.loads(third.cursor)["2024-02"] == hashlib.sha256(b"2024-02.csv\0" + whole).hexdigest()
+    assert json.loads(third.cursor)["pending:2024-02"] == hashlib.sha256(b"2024-02.csv\0" + whole).hexdigest()
+
+
+def test_a_writer_that_stalls_past_the_settle_time_delivers_the_whole_file_once_it_settles(
+        cfg: PipelineConfig, capsys: pytest.CaptureFixture) -> None:
+    """A copy that stops longer than the settle interval is read while cut; its ingest run refuses it when the copy
+    goes on. The sensor says it was not ingested (never that it was), and takes the whole file once it settles."""
+    from mlassets.cli.versions import data_versions
+
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    landing.mkdir(exist_ok=True)
+    whole = Path(cfg.dataset.path.replace("{partition}", "2024-02")).read_bytes()
+    target = landing / "2024-02.csv"
+    target.write_bytes(whole[: int(len(whole) * 0.6)])
+    first = _settled(sensor, instance, None)  # the stall outlasted the settle interval: read while cut
+    (cut,) = first.run_requests
+    with target.open("ab") as fh:  # the copy goes on
+        fh.write(whole[int(len(whole) * 0.6):])
+    refused = _ingest(cfg, instance, cut)
+    assert not refused.success and "changed after the landing sensor found it whole" in (refused.failure or "")
+    capsys.readouterr()
+    seen = _tick(sensor, instance, first.cursor)
+    assert seen.run_requests == []  # changed since it was seen: wait a settle interval
+    said = capsys.readouterr().err
+    assert f"{target} was not ingested: run {refused.run_id[:8]} of partition 2024-02 failure" in said
+    assert "was ingested" not in said and "changed after partition" not in said
+    time.sleep(SETTLE_S + 0.2)
+    again = _tick(sensor, instance, seen.cursor)
+    (request,) = again.run_requests  # whole now: taken
+    digest = hashlib.sha256(b"2024-02.csv\0" + whole).hexdigest()
+    assert request.run_config["ops"]["sales__raw_sales"]["config"]["delivered_sha256"] == digest
+    landed = _ingest(cfg, instance, request)
+    assert landed.success, landed.failure
+    done = _tick(sensor, instance, again.cursor)
+    assert f"{target} was ingested into partition 2024-02 (run {landed.run_id[:8]})" in capsys.readouterr().err
+    assert json.loads(done.cursor)["2024-02"] == digest and _settled(sensor, instance, done.cursor).run_requests == []
+    (version,) = data_versions(cfg)
+    assert version.partitions == ["2024-02"]
+
+
+def test_a_refused_delivery_is_not_retried_until_it_changes(cfg: PipelineConfig) -> None:
+    """Another dataset's CSV in the landing folder: its run refuses it, once; the same file is never requested
+    again, and the alert names what is wrong (not an empty reason)."""
+    sensor, instance = _defs(cfg)["sales_landing"], get_instance()
+    landing = Path(cfg.automation.landing)
+    landing.mkdir(exist_ok=True)
+    (landing / "2024-03.csv").write_text("order_id,city,distance_km\no1,paris,3.5\no2,rome,1.2\n")
+    first = _settled(sensor, instance, None)
+    (request,) = first.run_requests
+    run = _ingest(cfg, instance, request)
+    assert not run.success
+    assert _settled(sensor, instance, first.cursor).run_requests == []  # refused: not asked again, unchanged
+    (failed,) = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+    failure = next(e.dagster_event for e in instance.all_logs(failed.run_id) if e.dagster_event and
+                   e.dagster_event.event_type == dg.DagsterEventType.RUN_FAILURE)
+    context = dg.build_run_status_sensor_context(sensor_name="mlassets_run_failures", dagster_event=failure,
+                                                 dagster_instance=instance, dagster_run=failed).for_run_failure()
+    failure_sensor([cfg])(context)
+    (line,) = [json.loads(x) for x in Path(alerts_log()).read_text().splitlines()]
+    reason = line["reason"]
+    assert reason.startswith("partition 2024-03 was not ingested: ") and "column" in reason, reason
 
 
 def test_a_delivery_rewritten_after_the_sensor_found_it_whole_is_not_ingested(cfg: PipelineConfig) -> None:

@@ -139,3 +139,26 @@ def test_nan_size_and_type_limits_and_the_server_keeps_serving(client: TestClien
     assert 'mlassets_serving_errors_total{kind="bad_request"} 3.0' in metrics
     assert 'mlassets_serving_requests_total{route="predict",status="200",variant="champion"} 2.0' in metrics
     assert "mlassets_serving_queue_depth 0.0" in metrics and "mlassets_serving_batch_rows_bucket" in metrics
+
+
+def test_what_the_server_will_not_take_is_a_4xx_never_a_model_failure(client: TestClient,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = client.post("/predict", content=b'{"rows": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+                       headers={"content-type": "application/json"})
+    assert deep.status_code == 400 and "nests too deep" in deep.json()["error"], deep.text
+    bare = client.post("/predict", content=json.dumps({"rows": _records(1)}).encode())  # no content type
+    assert bare.status_code == 415 and "has no content type; send application/json" in bare.json()["error"]
+    for change, sentence in [({"distance": 1e308}, "column 'distance' is 1e+308, which fails less_than_or_equal_to"),
+                             ({"wind_speed": 5000}, "column 'wind_speed' is 5000, which fails less_than_or_equal_to"),
+                             ({"carrier": "ZZ"}, "column 'carrier' is \"ZZ\", which fails isin(")]:
+        answer = client.post("/predict", json={"rows": _one(**change)})
+        assert answer.status_code == 422 and f"row 0: {sentence}" in answer.json()["error"], answer.text
+    bundle = client.app.state.champion.current.bundle  # type: ignore[attr-defined]
+    monkeypatch.setattr(bundle, "forward", lambda x_cat, _x_num: np.full(len(x_cat), np.inf))
+    infinite = client.post("/predict", json={"rows": _records(2)})
+    assert infinite.status_code == 422 and "predictions" not in infinite.json(), infinite.text
+    assert "row 0: the model's prediction is not finite (inf)" in infinite.json()["error"]
+    metrics = client.get("/metrics").text
+    assert 'mlassets_serving_errors_total{kind="bad_request"} 5.0' in metrics
+    assert 'mlassets_serving_errors_total{kind="non_finite_prediction"} 1.0' in metrics
+    assert 'kind="internal"' not in metrics

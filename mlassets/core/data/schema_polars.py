@@ -22,12 +22,8 @@ if TYPE_CHECKING:
     import pandera.polars as pap
     import polars as pl
 
+NOT_NULLABLE = "not_nullable"  # the check of a missing value where the column takes none
 TYPE_NAMES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
-
-
-def _utc(text: str) -> datetime.datetime:
-    value = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value.replace(tzinfo=datetime.UTC) if value.tzinfo is None else value.astimezone(datetime.UTC)
 
 
 def _dtype(spec: ColumnSpec) -> pl.DataType:
@@ -118,29 +114,26 @@ def coerce(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> tuple[pl.Data
 
 
 def checks(name: str, spec: ColumnSpec) -> list[tuple[str, pl.Expr]]:
-    """The column's configured rules in order, each ``(name, whether a present value fails it)``."""
-    import pandas as pd
+    """The column's configured rules (``column_rules.rules``) in order, each ``(name, whether a present value fails
+    it)``."""
     import polars as pl
 
+    from mlassets.core.data.column_rules import rules
+
     column, out = pl.col(name), []
-    if spec.dtype == "int":
-        out.append(("integer_valued", ~(column % 1 == 0).fill_null(False)))
-    if spec.dtype == "float":
-        out.append(("finite", ~column.is_finite()))
-    bounds = [(spec.min, spec.min, ">="), (spec.max, spec.max, "<="),
-              (spec.min_date, _utc(spec.min_date) if spec.min_date else None, ">="),
-              (spec.max_date, _utc(spec.max_date) if spec.max_date else None, "<=")]
-    for said, value, op in bounds:
-        if said is None:
-            continue
-        shown = pd.Timestamp(value) if isinstance(value, datetime.datetime) else value
-        if op == ">=":
-            out.append((f"greater_than_or_equal_to({shown})", ~(column >= value)))
+    for rule in rules(spec):
+        if rule.op == "integer":
+            fails = ~(column % 1 == 0).fill_null(False)
+        elif rule.op == "finite":
+            fails = ~column.is_finite()
+        elif rule.op == ">=":
+            fails = ~(column >= rule.operand)
+        elif rule.op == "<=":
+            fails = ~(column <= rule.operand)
         else:
-            out.append((f"less_than_or_equal_to({shown})", ~(column <= value)))
-    if spec.allowed is not None:
-        out.append((f"isin({list(spec.allowed)!r})", ~column.is_in(spec.allowed)))
-    return [(check, column.is_not_null() & fails.fill_null(True)) for check, fails in out]
+            fails = ~column.is_in(list(rule.operand))  # type: ignore[call-overload]
+        out.append((rule.name, column.is_not_null() & fails.fill_null(True)))
+    return out
 
 
 def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
@@ -182,3 +175,32 @@ def shown(value: object) -> object:
     import pandas as pd
 
     return pd.Timestamp(value) if isinstance(value, datetime.datetime) else value
+
+
+def first_failure(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> tuple[int, str, object, str] | None:
+    """The first row (then column, in the declared order) of ``frame`` whose value breaks its column's declared
+    rules, as ``(row, column, value, check)`` with the check named as validation names it (``coerce_dtype(...)``,
+    ``not_nullable``, ``integer_valued``, ``finite``, a bound, ``isin``); None when every row passes. The rules are
+    validation's own (``coerce``, ``checks``, ``row_passes``), so a row served is judged as a row ingested."""
+    import polars as pl
+
+    cast, bad = coerce(frame, columns)
+    present = {n: s for n, s in columns.items() if n in cast.columns}
+    if not present or (not bad and cast.select(pl.all_horizontal(
+            [row_passes(n, s) for n, s in present.items()])).to_series().all()):
+        return None
+    found: list[tuple[int, int, str, object, str]] = []
+    for order, (name, spec) in enumerate(present.items()):
+        rules = [(f"coerce_dtype({TYPE_NAMES[spec.dtype]!r})", bad[name], frame[name])] if name in bad else []
+        valid = pl.lit(True) if name not in bad else pl.lit(~bad[name])
+        if not spec.nullable:
+            rules.append((NOT_NULLABLE, cast.select(pl.col(name).is_null() & valid).to_series(), cast[name]))
+        rules += [(check, cast.select(fails).to_series(), cast[name]) for check, fails in checks(name, spec)]
+        for check, mask, values in rules:
+            rows = mask.arg_true()
+            if len(rows):
+                row = int(rows[0])
+                found.append((row, order, name, shown(values[row]), check))
+                break
+    row, _, name, value, check = min(found, key=lambda f: (f[0], f[1]))
+    return row, name, value, check

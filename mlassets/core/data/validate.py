@@ -19,6 +19,7 @@ from mlassets.core.data.batches import object_file, open_parquet, polars_batches
 from mlassets.core.data.budget import batch_rows
 from mlassets.core.data.keys import KeyIndex, key_hashes
 from mlassets.core.data.outcome import CheckOutcome
+from mlassets.core.data.schema_polars import NOT_NULLABLE
 from mlassets.core.data.store import VersionedStore
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     Again = Callable[[], Iterable[tuple[Batch, Mapping[bytes, bytes] | None]]]
 
 SAMPLES = 3
-NOT_NULLABLE = "not_nullable"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mlassets.core.automation.landing import fingerprint, scan, stamp
-from mlassets.core.automation.settle import decide
+from mlassets.core.automation.settle import decide, pending, resolve
 
 pytestmark = pytest.mark.timeout(60)  # a FIFO opened for reading would block: the test fails, never hangs
 ROWS = "".join(f"2024-01-{d:02d},shop{d},{d * 3}\n" for d in range(1, 29))
@@ -33,12 +33,34 @@ def test_a_file_still_being_written_waits_and_one_changed_after_its_ingest_is_no
     (ready,) = _tick(tmp_path, cursor, 122.0).ready
     assert ready[0].key == "2024-01" and ready[1] == fingerprint(target)
     assert _tick(tmp_path, cursor, 200.0).ready == []  # once
+    assert pending(cursor) == {"2024-01": ready[1]}
+    resolve(cursor, "2024-01", ingested=True)  # its run ingested it
+    assert _tick(tmp_path, cursor, 250.0).ready == []  # read again after the run: the same bytes, nothing to do
     target.write_text(whole.replace("shop3,9", "shop3,10"))
     os.utime(target, ns=(1, 1))
     assert _tick(tmp_path, cursor, 300.0).ready == []
     later = _tick(tmp_path, cursor, 311.0)
     assert later.ready == [] and [d.key for d in later.changed] == ["2024-01"]  # reported, not ingested
     assert _tick(tmp_path, cursor, 400.0).changed == []  # reported once
+
+
+def test_a_refused_delivery_is_taken_again_only_once_it_changes_and_settles(tmp_path: Path) -> None:
+    target, cursor = tmp_path / "2024-01.csv", {}
+    whole = "date,shop,units\n" + ROWS
+    target.write_text(whole[: int(len(whole) * 0.6)])  # a writer that stalls past the settle interval
+    _tick(tmp_path, cursor, 100.0)
+    (cut,) = _tick(tmp_path, cursor, 111.0).ready
+    with target.open("a") as fh:  # the copy goes on while the run is pending
+        fh.write(whole[int(len(whole) * 0.6):])
+    os.utime(target, ns=(1, 1))
+    _tick(tmp_path, cursor, 112.0)
+    held = _tick(tmp_path, cursor, 123.0)
+    assert held.ready == [] and held.changed == [] and [d.key for d in held.held] == ["2024-01"]  # not "ingested"
+    resolve(cursor, "2024-01", ingested=False)  # its run refused the cut file
+    (again,) = _tick(tmp_path, cursor, 124.0).ready  # whole and settled already: taken now
+    assert again[1] == fingerprint(target) != cut[1]
+    resolve(cursor, "2024-01", ingested=False)  # refused again (say, by a check)
+    assert _tick(tmp_path, cursor, 130.0).ready == [] and _tick(tmp_path, cursor, 200.0).ready == []  # same bytes
 
 
 def test_a_file_that_changes_while_it_is_read_is_not_ingested(tmp_path: Path) -> None:
