@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = config_of(args)
     # a run spends its team's budget; --again retrains what was trained (checked before the instance is opened)
-    authorize("retrain" if args.again else "run", cfg.fleet.team, f"dataset {cfg.dataset.name!r}")
+    authorize("retrain" if args.again else "run", cfg.fleet_job.team, f"dataset {cfg.dataset.name!r}")
 
     from mlassets.cli.demo import play
     from mlassets.cli.versions import data_versions
