@@ -44,6 +44,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from mlassets.cli.data import add_commands as add_data_commands
     from mlassets.cli.diagnose import add_parser as add_diagnose
     from mlassets.cli.doctor import add_parser as add_doctor
+    from mlassets.cli.env import add_parser as add_env
     from mlassets.cli.online import add_parser as add_online
     from mlassets.cli.prune_transactions import add_parser as add_prune_transactions
     from mlassets.cli.prune_work import add_parser as add_prune
@@ -78,6 +79,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_doctor(sub)
     add_diagnose(sub)
     add_serve(sub)
+    add_env(sub)
     add_online(sub)
     add_fleet(sub)
     add_access(sub)
