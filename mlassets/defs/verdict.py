@@ -18,6 +18,7 @@ import warnings
 import dagster as dg
 
 from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.registry.record import GATE_FILE
 from mlassets.defs.display import table
 
 GATE_CHECK = "gate_passed"
@@ -25,7 +26,6 @@ GATE_TAG = "gate"  # on the MLflow training run: passed or rejected
 PASSED, REJECTED = "passed", "rejected"
 NOTE_TAG = "mlflow.note.content"  # the run's description in MLflow's UI
 RULE_PREFIX = "rule: "
-GATE_FILE = "gate_result.json"  # on the MLflow training run
 
 
 def verdict(gate: GateResult) -> str:

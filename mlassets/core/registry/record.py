@@ -21,6 +21,7 @@ from mlassets.core.train.result import Provenance
 
 GATE_PASSED, GATE_SUMMARY = "gate_passed", "gate_summary"  # mirrors of the gate result, for MLflow's UI and search
 GATED_AGAINST = "gated_against"
+GATE_FILE = "gate_result.json"  # the whole gate result, an artifact of the version's training run
 LEGACY_GATE = "gate_result"  # the whole gate result as JSON: the tag of versions registered before the verdict tags
 
 
