@@ -62,11 +62,30 @@ def promotion_history(model: str) -> pd.DataFrame:
     return frame[columns]
 
 
-def _gate(tags: dict[str, str]) -> dict[str, Any]:
+def _gate(version: Any) -> dict[str, Any]:
+    """The whole gate result of a model version: its training run's ``gate_result.json`` (a version's tags hold the
+    verdict only), or the JSON tag of a version registered before."""
+    from mlassets.core.registry.record import LEGACY_GATE
+
     try:
-        return json.loads(tags.get("gate_result") or "{}")
+        return json.loads(version.tags.get(LEGACY_GATE) or _run_gate(version.run_id or "") or "{}")
     except ValueError:
         return {}
+
+
+@functools.lru_cache(maxsize=64)
+def _run_gate(run_id: str) -> str:
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from mlassets.core.registry.record import GATE_FILE
+
+    if not run_id:
+        return ""
+    try:
+        return mlflow.artifacts.load_text(f"runs:/{run_id}/{GATE_FILE}")
+    except (MlflowException, OSError):
+        return ""
 
 
 def versions(model: str) -> pd.DataFrame:
@@ -88,8 +107,7 @@ def gate_rules(model: str, version: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     judge)."""
     from mlassets.core.evaluate.gate import GateResult
 
-    tags = _client().get_model_version(model, str(version)).tags
-    raw = _gate(tags)
+    raw = _gate(_client().get_model_version(model, str(version)))
     rules = GateResult.from_dict(raw).rules if raw else []
     columns = ["rule", "value", "limit", "bound", "passed", "reason"]
     frame = pd.DataFrame([{"rule": r.name, "value": r.value, "limit": r.limit, "bound": r.bound, "passed": r.passed,
@@ -107,7 +125,7 @@ def slice_changes(model: str) -> pd.DataFrame:
     if not _mlflow_ready():
         return pd.DataFrame(columns=columns)
     for v in _client().search_model_versions(f"name='{model}'"):
-        for r in _gate(v.tags).get("rules", []):
+        for r in _gate(v).get("rules", []):
             if str(r.get("name", "")).startswith("slice "):
                 rows.append({"version": int(v.version), "slice": r["name"][len("slice "):],
                              "change": float(r["value"]), "limit": float(r["limit"]), "bound": r.get("bound", "max"),

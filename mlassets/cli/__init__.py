@@ -32,7 +32,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     what = operated("mlassets ui")
     for spec in args.config:  # the graphs the UI shows: these, beside those already registered
         register(load_config(resolve_config(spec)))
-    return serve(args.host, args.port, args.mlflow_port, what)
+    return serve(args.host, args.port, args.mlflow_port, args.dashboard_port, args.redirect_old_links, what)
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
@@ -57,6 +57,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from mlassets.cli.data import add_commands as add_data_commands
     from mlassets.cli.diagnose import add_parser as add_diagnose
     from mlassets.cli.doctor import add_parser as add_doctor
+    from mlassets.cli.env import add_parser as add_env
     from mlassets.cli.online import add_parser as add_online
     from mlassets.cli.prune_transactions import add_parser as add_prune_transactions
     from mlassets.cli.prune_work import add_parser as add_prune
@@ -71,6 +72,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     help="the Dagster UI's port (default: the UI setting's, $MLASSETS_HOME/ui.json, else 3000)")
     ui.add_argument("--mlflow-port", type=int, default=None,
                     help="the MLflow UI's port (default: the setting's, else 5000); 0 to skip the MLflow UI")
+    ui.add_argument("--dashboard-port", type=int, default=None,
+                    help="the dashboard's port (default: $MLASSETS_DASHBOARD_PORT, else the setting's, else 8501, "
+                         "else a free one); 0 to skip the dashboard")
+    ui.add_argument("--redirect-old-links", action="store_true",
+                    help="also answer on the UIs' earlier loopback addresses (where links recorded before point) "
+                         "with a redirect to the new ones; without it only the UIs' own ports are bound")
     ui.add_argument("--config", action="append", default=[],
                     help="a dataset config to show (a shipped name or a YAML file; repeatable)")
     ui.set_defaults(func=cmd_ui)
@@ -85,6 +92,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_doctor(sub)
     add_diagnose(sub)
     add_serve(sub)
+    add_env(sub)
     add_online(sub)
     add_fleet(sub)
     add_access(sub)

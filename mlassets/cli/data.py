@@ -61,7 +61,7 @@ def dataset_principal(cfg: PipelineConfig, *actions: str) -> str:
     the instance is opened; ``AccessDenied`` names the first it may not do."""
     from mlassets.core.identity.access import authorize
 
-    whos = [authorize(action, cfg.fleet.team, f"dataset {cfg.dataset.name!r}") for action in actions]
+    whos = [authorize(action, cfg.fleet_job.team, f"dataset {cfg.dataset.name!r}") for action in actions]
     return whos[-1]
 
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+from typing import Any
 
 from mlassets.core import paths
 from mlassets.serve.build import TRACE_FILE, build
+
+LOGGER = "mlassets.serve"  # the logger of the serve package (swaps, refusals, online tests)
 
 
 def loopback(host: str) -> bool:
@@ -39,6 +42,38 @@ def auth_store(host: str, insecure: bool):  # noqa: ANN201 - TokenStore | None
     return store if records else None
 
 
+def batching_text(batcher: Any) -> str:
+    """Whether concurrent requests share a forward pass (``serving.batching``), and its limits."""
+    if not batcher.enabled:
+        return "batching off (one forward pass per request: serving.batching false)"
+    return f"batching on (up to {batcher.max_rows} rows a pass, waiting up to {batcher.wait_s * 1000:g} ms for more)"
+
+
+def start_line(app: Any, url: str, guard: str) -> str:
+    """What ``mlassets serve`` prints once it is ready: the version, the address, the routes, who may call it,
+    whether requests are batched, and where the traces go."""
+    model = app.state.champion.current
+    return (f"serving {model.name} v{model.version} ({model.basis}) on {url} (POST /invocations, /predict; GET "
+            f"/health, /ready, /metrics; {guard}); {batching_text(app.state.batcher)}; traces in "
+            f"{paths.home() / TRACE_FILE}")
+
+
+def stamp_log() -> None:
+    """The server's own log lines (a champion swapped or refused, an online test's decision) on stderr, each with
+    its time (ISO 8601, UTC) and level."""
+    import logging
+    import time
+
+    handler = logging.StreamHandler()
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+    formatter.converter = time.gmtime
+    handler.setFormatter(formatter)
+    logger = logging.getLogger(LOGGER)
+    if not any(getattr(h, "mlassets_stamped", False) for h in logger.handlers):
+        handler.mlassets_stamped = True  # type: ignore[attr-defined]  # once per process
+        logger.addHandler(handler)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import sys
 
@@ -61,11 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app.state.online.who += f", started by {who}"
     if store is not None:
         app.add_middleware(BearerAuth, store=store)
-    model = app.state.champion.current
     guard = f"bearer tokens of {store.path}" if store is not None else "no token asked (--insecure or loopback)"
-    print(f"serving {model.name} v{model.version} ({model.basis}) on http://{args.host}:{args.port} "
-          f"(POST /invocations, /predict; GET /health, /ready, /metrics; {guard}); traces in "
-          f"{paths.home() / TRACE_FILE}", flush=True)
+    print(start_line(app, f"http://{args.host}:{args.port}", guard), flush=True)
+    stamp_log()
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, http=stamped_http())
     return 0
 

@@ -1,14 +1,16 @@
 """``mlassets ui``: the Dagster webserver, the MLflow UI and the Streamlit diagnosis dashboard over the embedded
-stack (the dashboard on ``$MLASSETS_DASHBOARD_PORT``, default 8501; 0 skips it), beside the daemon's tree: the
-home's lock, its one code server (which the webserver reaches through the same workspace), the Dagster daemon
-and the run monitor (``mlassets.cli.daemon``). A second ``mlassets ui`` or ``mlassets daemon`` on the home is refused.
+stack (the dashboard on ``--dashboard-port``, else ``$MLASSETS_DASHBOARD_PORT``, else the setting's, 8501; 0 skips
+it), beside the daemon's tree: the home's lock, its one code server (on a free loopback port; the webserver reaches
+it through the same workspace), the Dagster daemon and the run monitor (``mlassets.cli.daemon``). A second
+``mlassets ui`` or ``mlassets daemon`` on the home is refused.
 
-It fails fast, before starting anything, when a port is taken or the home has a daemon; says when each UI
-answers; and stops all of them, with a non-zero exit, when one of them dies. The addresses it serves become the
-UI setting every link is made from (``mlassets.core.ui_urls``; ports not given are the setting's), and links made
-under earlier addresses are redirected here (``mlassets.host.links``). MLflow runs as
-``mlassets.host.mlflow_ui``: opened bare, it shows the experiment's training runs, without the GenAI view, the
-telemetry notice or the assistant panel.
+It fails fast, before starting anything, when a port is taken or the home has a daemon; says at start what it
+starts and how long the last start took to be ready, then when each UI answers; and stops all of them, with a
+non-zero exit, when one of them dies. The addresses it serves become the UI setting every link is made from
+(``mlassets.core.ui_urls``; ports not given are the setting's). It binds no other port: links made under earlier
+addresses are named at start, and redirected here (``mlassets.host.links``) only with ``--redirect-old-links``.
+MLflow runs as ``mlassets.host.mlflow_ui``: opened bare, it shows the experiment's training runs, without the
+GenAI view, the telemetry notice, the assistant panel or MLflow's job runner.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from mlassets.cli.ui_notes import last_ready, note_ready, old_links_note, plan_text
 from mlassets.core import paths, settings, tracking, ui_urls
 from mlassets.host.instance import get_instance, prepare_home
 from mlassets.host.links import start_redirects
@@ -75,10 +78,12 @@ def default_port(kind: str) -> int:
     return (url.port or fallback) if url.hostname in ("127.0.0.1", "localhost") else fallback
 
 
-def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.yaml") -> list[Server]:
-    """What ``mlassets ui`` starts beside the daemon's tree; ``PortTaken`` names a port of Dagster or MLflow that is
-    in use. The webserver loads ``workspace`` (the home's code server)."""
-    for what, wanted in (("--port", port), ("--mlflow-port", mlflow_port)):
+def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.yaml",
+            dashboard_port: int | None = None) -> list[Server]:
+    """What ``mlassets ui`` starts beside the daemon's tree; ``PortTaken`` names a port of Dagster or MLflow (or the
+    dashboard's, when given) that is in use. The webserver loads ``workspace`` (the home's code server)."""
+    asked = (("--port", port), ("--mlflow-port", mlflow_port), ("--dashboard-port", dashboard_port or 0))
+    for what, wanted in asked:
         if wanted and not port_free(host, wanted):
             raise PortTaken(f"{host}:{wanted} is already in use ({what} {wanted}); stop what holds it or choose "
                             f"another with {what}")
@@ -90,7 +95,8 @@ def servers(host: str, port: int, mlflow_port: int, workspace: str = "workspace.
                                         paths.mlflow_tracking_uri(), "--default-artifact-root",
                                         paths.mlflow_artifact_root(), "--host", host, "--port", str(mlflow_port),
                                         "--workers", "1"], f"http://{host}:{mlflow_port}", "/health"))
-    dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT") or default_port("dashboard"))
+    if dashboard_port is None:  # not asked: the setting's port, or a free one when it is taken
+        dashboard_port = int(os.environ.get("MLASSETS_DASHBOARD_PORT") or default_port("dashboard"))
     if dashboard_port:
         free = _free(host, dashboard_port)
         out.append(Server("dashboard", dashboard_command(host, free), f"http://{host}:{free}", "/_stcore/health"))
@@ -112,12 +118,18 @@ def _training_runs_route(mlflow_port: int) -> str:
     return f"#/experiments/{tracking.configure()}/runs?workflowType=machine_learning"
 
 
-def _remember(planned: list[Server]) -> list:
-    """Make the addresses served the UI setting; redirect the earlier ones (``mlassets.host.links``)."""
+def _remember(planned: list[Server], redirect_old: bool = False) -> list:
+    """Make the addresses served the UI setting; redirect the earlier ones (``mlassets.host.links``) when asked,
+    else name them."""
     by_name = {s.name: s.url.replace("://0.0.0.0:", "://127.0.0.1:") for s in planned}
     current = ui_urls.ui_urls()
     urls = ui_urls.save(by_name.get("Dagster UI", current.dagster), by_name.get("MLflow UI", current.mlflow),
                         by_name.get("dashboard", current.dashboard))
+    if not redirect_old:
+        note = old_links_note(urls)
+        if note:
+            print(note, flush=True)
+        return []
     redirects, notes = start_redirects(urls)
     for r in redirects:
         print(f"old links to {r.old} ({r.kind}) are redirected to {r.new}", flush=True)
@@ -127,10 +139,10 @@ def _remember(planned: list[Server]) -> list:
 
 
 def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | None = None,
-          what: str = "mlassets ui") -> int:
+          dashboard_port: int | None = None, redirect_old: bool = False, what: str = "mlassets ui") -> int:
     """Run until interrupted (Ctrl-C or SIGTERM): 0 then; 2 when a port is taken; 1 when a server died. Ports
-    not given are those of the UI setting (3000 and 5000 by default); ``what``: the tree's name in the home's lock
-    (who started it)."""
+    not given are those of the UI setting (3000, 5000 and 8501 by default); ``redirect_old``: answer on the earlier
+    addresses too, with redirects; ``what``: the tree's name in the home's lock (who started it)."""
     from mlassets.cli.daemon import start_services
     from mlassets.host.daemon_lock import DaemonRunning
     from mlassets.host.daemon_tree import Tree
@@ -139,7 +151,7 @@ def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | N
     mlflow_port = default_port("mlflow") if mlflow_port is None else mlflow_port
     home = prepare_home()
     try:
-        planned = servers(host, port, mlflow_port, str(Path(home) / "workspace.yaml"))
+        planned = servers(host, port, mlflow_port, str(Path(home) / "workspace.yaml"), dashboard_port)
     except PortTaken as exc:
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
@@ -160,12 +172,13 @@ def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | N
     except DaemonRunning as exc:
         print(f"mlassets ui: error: {exc}", file=sys.stderr)
         return 2
-    redirects, code = _remember(planned), 0
+    redirects, code, ready = _remember(planned, redirect_old), 0, {}
+    print(plan_text([(s.name, s.url) for s in planned], last_ready(), READY_TIMEOUT_S), flush=True)
     try:
+        started = time.monotonic()
         _, reloader = start_services(tree, home, links)
         procs = [tree.spawn(s.name, s.command, env) for s in planned]
-        print("starting " + ", ".join(f"{s.name} on {s.url}" for s in planned), flush=True)
-        waiting, started = dict(zip(planned, procs, strict=True)), time.monotonic()
+        waiting = dict(zip(planned, procs, strict=True))
         while not stop["now"]:
             dead = tree.dead_child()
             if dead:
@@ -179,7 +192,10 @@ def serve(host: str = "127.0.0.1", port: int | None = None, mlflow_port: int | N
                 print(f"mlassets ui: the code server could not reload: {exc}", file=sys.stderr)
             for server in [s for s in waiting if _answers(s.url + s.health)]:
                 waiting.pop(server)
-                print(f"{server.name} ready: {server.url} ({time.monotonic() - started:.0f} s)", flush=True)
+                ready[server.name] = time.monotonic() - started
+                print(f"{server.name} ready: {server.url} ({ready[server.name]:.0f} s)", flush=True)
+                if not waiting:
+                    note_ready(ready)
                 if server.name == "MLflow UI" and runs_link:
                     print(f"  training runs: {runs_link}", flush=True)
             if waiting and time.monotonic() - started > READY_TIMEOUT_S:

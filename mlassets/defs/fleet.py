@@ -13,7 +13,10 @@ from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, JobSpec, from_
 
 
 def fleet_run_tags(cfg: PipelineConfig, fleet: FleetConfig | None = None) -> dict[str, str]:
-    """The run's job spec as tags; ``dagster/priority`` from its class when the fleet knows the class."""
+    """The run's job spec as tags; ``dagster/priority`` from its class when the fleet knows the class. None without
+    a ``fleet`` section in the config: its runs are not fleet jobs."""
+    if cfg.fleet is None:
+        return {}
     try:
         fleet = fleet or load_fleet()
     except ConfigError:

@@ -114,6 +114,8 @@ def admit_requests(instance: dg.DagsterInstance, cfg: PipelineConfig, count: int
     from mlassets.core.fleet.config import load_fleet
     from mlassets.core.fleet.spec import job_spec
 
+    if cfg.fleet is None:  # not a fleet job: nothing to admit
+        return [""] * count
     try:
         fleet = load_fleet()
         spec = job_spec(cfg)

@@ -20,7 +20,7 @@ from mlassets.core.fleet.heartbeat import run_lease
 from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.fleet.service import FleetView, ref, view
 from mlassets.core.fleet.table import FleetTable
-from mlassets.defs.fleet import fleet_stop, stop_kind
+from mlassets.defs.fleet import RESUME_TAG, fleet_stop, stop_kind
 from mlassets.defs.fleet_admission import REFUSED_TAG, WAITS_TAG, run_row, spec_records
 
 _ENDED = {dg.DagsterRunStatus.SUCCESS: "done", dg.DagsterRunStatus.FAILURE: "failed"}
@@ -45,6 +45,7 @@ def dagster_rows(instance: dg.DagsterInstance, fleet: FleetConfig, now: float | 
     waiting, holding = _slots(instance)
     requeued = {r.dagster_run.tags["dagster/run_key"].removeprefix("resume:"): r.dagster_run.run_id
                 for r, _ in records if r.dagster_run.tags.get("dagster/run_key", "").startswith("resume:")}
+    resumes = {r.dagster_run.run_id: r.dagster_run.tags.get(RESUME_TAG, "") for r, _ in records}
     rows = []
     for record, spec in records:
         run, row = record.dagster_run, run_row(record, spec, fleet, now)
@@ -67,9 +68,19 @@ def dagster_rows(instance: dg.DagsterInstance, fleet: FleetConfig, now: float | 
         partition = run.tags.get("dagster/partition")
         rows.append({**row, "name": f"{run.job_name} {partition}" if partition else run.job_name,
                      "lease": run_lease(run.run_id), "origin": "dagster", "ref": ref(run_lease(run.run_id)),
-                     "status": run.status.value, "reason": reason, "pool": "", "pid": None, "attempts": 0,
+                     "status": run.status.value, "reason": reason, "pool": "", "pid": None,
+                     "attempts": attempt(run.run_id, resumes) if record.start_time else 0,
                      "ended": record.end_time, "stop_kind": kind, "stop_detail": why})
     return sorted(rows, key=lambda row: row["submitted"])
+
+
+def attempt(run_id: str, resumes: dict[str, str]) -> int:
+    """Which attempt of its job a started run is: 1, or one more than the run it resumes (``mlassets/resume_of``:
+    a run requeued after a preemption or a lost lease)."""
+    seen = {run_id}
+    while (run_id := resumes.get(run_id, "")) and run_id not in seen:
+        seen.add(run_id)
+    return len(seen)
 
 
 def fleet_view(table: FleetTable | None, fleet: FleetConfig, instance: dg.DagsterInstance | None,

@@ -74,8 +74,6 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
                 name, candidate.model_uri, record, description=versions.describe(record, label, url),
                 links={DAGSTER_URL_TAG: url, MLFLOW_VERSION_NAME_TAG: label, ROOT_RUN_TAG: root, **again,
                        GATE_TAG: verdict(gate)})  # readable beside the record's tags: passed or rejected
-        if gate.passed:
-            versions.set_alias(name, versions.CHALLENGER, version.version)
         mlflow.set_tag("registered_version", version.version)
         registered = RegisteredVersion(name=name, version=str(version.version), record=record)
         yield dg.Output(registered, output_name=out, metadata={
@@ -121,6 +119,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
             return None
         if cfg.gate.promotion == "manual" or live == version:
             note = "already champion" if live == version else "awaiting `mlassets promote` (promotion: manual)"
+            if live != version:  # the passing version that waits, named in MLflow's UI until it is promoted
+                versions.set_alias(name, versions.CHALLENGER, version)
             decision = ChampionDecision(name=name, version=version, champion_version=live or "none", promoted=False,
                                         note=note)
             return dg.Output(decision, metadata={**meta, "champion_version": decision.champion_version, "note": note})

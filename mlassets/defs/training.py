@@ -159,7 +159,8 @@ def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
         log_data_version(cfg, version, {"train": result.n_train, "validation": result.n_val}, store)
         rows = pd.read_parquet(out_dir / "data" / "validation.parquet").head(20)
         ints = [c for c, spec in cfg.dataset.columns.items() if spec.dtype == "int"]  # taken as ints when served
-        model_uri = mlflow_model.log_model(result.model_dir, rows, int_columns=ints)  # with its input/output signature
+        model_uri = mlflow_model.log_model(result.model_dir, rows, int_columns=ints,  # with its input/output signature
+                                           optional_columns=mlflow_model.nullable_columns(cfg))
         native_uri = mlflow_model.log_native(result.model_dir)  # MLflow's own flavor (boosted trees), or ""
         candidate = Candidate(training=result, model_uri=model_uri,
                               provenance=provenance(run_cfg, result, store.backend, run_id, warm_start_from=warm_from,

@@ -6,8 +6,9 @@ is a finished computation with a negative answer, not a failure.
 - the check ``gate_passed`` on ``gate_result``: one evaluation per materialization, failed (severity ERROR) for a
   rejection; it blocks nothing, so the run stays green, and ``champion`` yields no output for a rejected version
   (an optional output), which skips ``predictions``;
-- MLflow: the training run's ``gate`` tag (``passed`` or ``rejected``) and, for a rejection, the description's
-  first line ``Rejected: <first failing rule's reason>``.
+- MLflow: the training run's ``gate`` tag (``passed`` or ``rejected``), its artifact ``gate_result.json`` and, for a
+  rejection, the description's first line ``Rejected: <first failing rule's reason>``; the model version's tags
+  ``gate``, ``gate_passed``, ``gate_summary`` and ``gated_against`` (``mlassets.core.registry.record``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import warnings
 import dagster as dg
 
 from mlassets.core.evaluate.gate import GateResult
+from mlassets.core.registry.record import GATE_FILE
 from mlassets.defs.display import table
 
 GATE_CHECK = "gate_passed"
@@ -84,13 +86,15 @@ def run_description(gate: GateResult, previous: str = "") -> str:
 
 
 def tag_mlflow_run(gate: GateResult) -> None:
-    """The verdict on the active MLflow run (the training run of this Dagster run): its ``gate`` tag, and for a
-    rejection the first line of its description."""
+    """The verdict on the active MLflow run (the training run of this Dagster run): its ``gate`` tag, the whole
+    result (each rule's value and limit) as ``gate_result.json``, and for a rejection the first line of its
+    description."""
     import mlflow
 
     active = mlflow.active_run()
     if active is None:
         return
+    mlflow.log_text(gate.to_json(), GATE_FILE)  # the model version's tags keep the verdict only
     tags = {GATE_TAG: verdict(gate)}
     if not gate.passed:
         tags[NOTE_TAG] = run_description(gate, _without_verdict(_note(active.info.run_id)))[:5000]

@@ -32,7 +32,7 @@ def write_fleet_example(out: Path) -> list[Path]:
     for name, (training, section) in JOBS.items():
         config = tiny_config(**{"nproc": 2 if name in ("batch", "reference") else 1, "checkpoint_every_steps": 4,
                                 **training})
-        config["fleet"] = {**config["fleet"], "expected_minutes": 10.0, **section}
+        config["fleet"] = {**(config.get("fleet") or {}), "expected_minutes": 10.0, **section}
         paths.append(TrainJob(config, str(train), str(val), str(out / name), "demo").to_json(
             _mkdir(out / name) / "job.json"))
     return paths

@@ -8,7 +8,9 @@ each a ``localStorage`` entry ``<key>_v1`` of MLflow's own settings code. The pa
 where the browser holds none yet (a reader's later choice stands), before MLflow's code reads them; and a bare
 address (no ``#/…`` route) opens ``$MLASSETS_MLFLOW_LANDING`` (``mlassets ui`` sets the experiment's training
 runs; default: the experiments list). The server runs with ``MLFLOW_DISABLE_TELEMETRY=true`` unless told
-otherwise, so the notice it hides has nothing to announce.
+otherwise, so the notice it hides has nothing to announce, and with ``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``
+unless told otherwise: MLflow's job runner (its huey consumers, for GenAI judges and prompt optimization, which
+mlassets does not use) is not started.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 LANDING_ENV = "MLASSETS_MLFLOW_LANDING"
+JOBS_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"  # mlflow.environment_variables: its job runner
 DEFAULT_LANDING = "#/experiments"
 UI_SETTINGS = {  # MLflow's own localStorage settings (key, version 1) and what mlassets sets them to
     "mlflow.workflowType_v1": "machine_learning",
@@ -106,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
 
     mlflow.server._build_uvicorn_command = build_ours
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault(JOBS_ENV, "false")  # no job consumer processes: nothing here submits MLflow jobs
     cli.main(args=["server", *(sys.argv[1:] if argv is None else argv)], prog_name="mlflow")
 
 

@@ -145,17 +145,20 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     run's expected cost is over ``training.budget_hours``. Once per data version, config and code
     (``run_lock``: ``AlreadyTrained``, ``AlreadyRunning``); ``again``: a deliberate retrain, tagged so.
 
-    First of all the fleet admits the run's job spec or refuses it (``Refused``, one sentence with the numbers;
-    nothing started); an admitted run that finds no free GPUs says where it waits (``waits``) and its training
-    step waits for a slot of the `gpu` pool. ``who``: the principal the command checked, a tag of the run."""
+    First of all, when the config has a ``fleet`` section, the fleet admits the run's job spec or refuses it
+    (``Refused``, one sentence with the numbers; nothing started); an admitted run that finds no free GPUs says where
+    it waits (``waits``) and its training step waits for a slot of the `gpu` pool. ``who``: the principal the command
+    checked, a tag of the run."""
     from mlassets.core.fleet.config import load_fleet
     from mlassets.core.fleet.spec import job_spec
     from mlassets.defs.fleet_admission import WAITS_TAG, check, waiting
 
-    fleet = load_fleet()
-    spec = job_spec(cfg)
-    check(instance, spec, fleet)
-    queued = waiting(instance, spec, fleet)
+    fleet, queued = None, ""
+    if cfg.fleet is not None:  # without the section the run is no fleet job
+        fleet = load_fleet()
+        spec = job_spec(cfg)
+        check(instance, spec, fleet)
+        queued = waiting(instance, spec, fleet)
     if queued and waits is not None:
         waits(queued)
     from mlassets.core.data.store import open_store

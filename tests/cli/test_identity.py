@@ -48,7 +48,7 @@ def test_submit_as_another_team_is_refused(home: str, tmp_path: Path, monkeypatc
 def _owned_by(team: str, model: str, where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = load_config(shipped_configs()["flights"])
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, registered_name=model),
-                              fleet=dataclasses.replace(cfg.fleet, team=team))
+                              fleet=dataclasses.replace(cfg.fleet_job, team=team))
     where.mkdir()
     save_config(cfg, where)
     monkeypatch.setenv("MLASSETS_CONFIGS", str(where))
@@ -109,7 +109,7 @@ def test_prune_and_tokens_need_an_admin_and_a_token_is_shown_once(home: str, tmp
 def test_a_run_of_another_teams_dataset_is_refused_before_anything_opens(home: str, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    team = load_config(shipped_configs()["flights"]).fleet.team
+    team = load_config(shipped_configs()["flights"]).fleet_job.team
     _access(tmp_path / "access.yaml", monkeypatch, f"teams:\n  elsewhere:\n    members: [{ME}]\n")
     for argv, action in ((["run", "--config", "flights", "--again"], "retrain"), (["run", "--config", "flights"],
                                                                                "run")):

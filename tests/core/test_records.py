@@ -22,7 +22,39 @@ def test_the_registry_record_survives_json_and_tags(passed: bool) -> None:
     assert all(isinstance(v, str) for v in tags.values())
     assert tags[GATE_PASSED] == ("true" if passed else "false") and tags["git_dirty"] == "false"
     assert tags["torch_version"] == "t"  # a nested record's fields join the flat tags
-    assert RegistryRecord.from_tags({**tags, "mlassets.version_name": "2013-03 · aaaaaaaa"}) == rec
+    back = RegistryRecord.from_tags({**tags, "mlassets.version_name": "2013-03 · aaaaaaaa"})
+    assert back == rec.read_back() and set(back.to_tags()) == set(tags)  # the gate comes back as its verdict
+    assert back.gate_passed is passed and back.gate_result.gated_against == rec.gate_result.gated_against
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_a_versions_tags_say_the_verdict_in_words_not_json(passed: bool) -> None:
+    """MLflow's versions table lists every tag: the gate is there as words, no JSON record."""
+    rec = dataclasses.replace(record(passed), gate_result=dataclasses.replace(record(passed).gate_result,
+                                                                              gated_against="3"))
+    tags = rec.to_tags()
+    assert "gate_result" not in tags and not any(v.startswith(("{", "[")) for v in tags.values())
+    assert tags["gated_against"] == "3"
+    assert tags["gate_summary"] == ("pass" if passed else f"rejected: {rec.gate_result.reasons()[0]}")
+
+
+def test_a_version_registered_with_the_json_gate_tag_reads_whole_and_binds_its_keys() -> None:
+    from mlassets.core.registry.record import bound_keys
+
+    rec = record(False)
+    legacy = {k: v for k, v in rec.to_tags().items() if k != "gated_against"}
+    legacy["gate_result"] = rec.gate_result.to_json()  # how versions were tagged before
+    assert RegistryRecord.from_tags(legacy) == rec  # every rule, read from the old tag
+    assert bound_keys(RegistryRecord.from_tags(legacy), legacy) == sorted(legacy)  # the keys it was bound under
+    assert bound_keys(rec, rec.to_tags()) == sorted(rec.to_tags())
+
+
+def test_a_version_without_its_verdict_is_an_incomplete_record() -> None:
+    tags = record(True).to_tags()
+    with pytest.raises(RecordError, match="gate_passed: required key is missing"):
+        RegistryRecord.from_tags({k: v for k, v in tags.items() if k != "gate_passed"})
+    with pytest.raises(RecordError, match="gate_passed: tag value 'maybe'"):
+        RegistryRecord.from_tags({**tags, "gate_passed": "maybe"})
 
 
 def test_an_empty_text_default_makes_no_tag() -> None:
@@ -32,7 +64,7 @@ def test_an_empty_text_default_makes_no_tag() -> None:
     tags = rec.to_tags()
     assert "warm_start_from" not in tags and "image_digest" not in tags and "" not in tags.values()
     assert rec.owners == [] and "owners" not in tags and "[]" not in tags.values()  # an empty list says nothing either
-    assert RegistryRecord.from_tags(tags) == rec  # the defaults come back
+    assert RegistryRecord.from_tags(tags) == rec.read_back()  # the defaults come back
     assert dataclasses.replace(rec, warm_start_from="3").to_tags()["warm_start_from"] == "3"
 
 

@@ -66,6 +66,7 @@ def _multiclass(home: Path, client, experiment: str) -> None:  # noqa: ANN001 - 
     from mlassets.core.evaluate.gate import evaluate_gate
     from mlassets.core.evaluate.score import EVALUATION, artifact_dir
     from mlassets.core.evaluate.scored import evaluate_multiclass
+    from mlassets.core.registry.record import GATE_FILE
     from tests.core.evaluate.test_multiclass import CLASSES, mc_config, penguins_like, probabilities
 
     frame, y = penguins_like(400, seed=2)
@@ -80,9 +81,10 @@ def _multiclass(home: Path, client, experiment: str) -> None:  # noqa: ANN001 - 
     client.log_artifact(run, str(path), artifact_dir(MULTICLASS_COMMIT))
     path.unlink()
     client.create_registered_model(MULTICLASS)
+    client.log_text(run, gate.to_json(), GATE_FILE)  # the whole verdict: its tags hold the verdict only
     client.create_model_version(MULTICLASS, (home / "m").as_uri(), run_id=run, tags={
         "data_commit": MULTICLASS_COMMIT, "gate_passed": str(gate.passed).lower(), "gate_summary": gate.summary(),
-        "gate_result": gate.to_json()})
+        "gated_against": gate.gated_against})
 
 
 def _spans(home: Path, requests: int = 100) -> None:

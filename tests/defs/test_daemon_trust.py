@@ -6,8 +6,8 @@ trees on a temporary home (sensors every second, the run monitor every second), 
   once more only as its retry: one model version for the data version, one run per run key.
 - case 2: SIGKILL of the whole tree during training; after a restart the run is marked failed, its owners are
   told, its retry resumes training from the newest checkpoint, and the run queued behind it runs.
-- the loop: kills at random moments (4 in the suite, 10 in `make soak`) across ingests and runs, then a restart: every landed file trained once,
-  in order, no duplicate model version, no run left in progress.
+- the loop: kills at random moments (4 in the suite, 10 in `make soak`) across ingests and runs, then a restart:
+  every landed file trained once, in order, no duplicate model version, no run left in progress.
 """
 
 from __future__ import annotations

@@ -3,17 +3,20 @@ Dagster instance reads back as its run queue's limits."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import dagster as dg
 import yaml
 
 from mlassets.core.config import load_config, parse_config
+from mlassets.core.config.job import FleetJobConfig
 from mlassets.core.config.load import shipped_configs
 from mlassets.core.fleet.config import SHIPPED, load_fleet
 from mlassets.core.fleet.spec import from_tags, job_spec
 from mlassets.defs import lookup
 from mlassets.defs.fleet import fleet_run_tags, queue_config
+from mlassets.defs.fleet_admission import admit_requests
 
 
 def test_a_run_carries_its_spec_and_priority_and_mlflow_records_them() -> None:
@@ -27,6 +30,19 @@ def test_a_run_carries_its_spec_and_priority_and_mlflow_records_them() -> None:
     recorded = lookup.tags_for_dagster_run(run)
     assert recorded["mlassets/fleet.priority"] == "urgent" and recorded["dagster/priority"] == "1000"
     assert "other" not in recorded
+
+
+def test_a_config_without_a_fleet_section_makes_no_fleet_job() -> None:
+    """A CPU demo's runs carry no ``mlassets/fleet.*`` tags (nothing to admit, charge or list on the fleet page);
+    its config hashes as it did when the section's defaults were always filled in."""
+    cfg = load_config(shipped_configs()["flights"])
+    assert cfg.fleet is None and fleet_run_tags(cfg, load_fleet(SHIPPED)) == {}
+    assert admit_requests(None, cfg, 2) == ["", ""]  # a sensor's requests: admitted without reading any run
+    data = cfg.to_dict()
+    data["fleet"] = dataclasses.asdict(FleetJobConfig())
+    declared = parse_config(data)
+    assert declared.config_hash() == cfg.config_hash() and fleet_run_tags(declared, load_fleet(SHIPPED))
+    assert job_spec(cfg) == job_spec(declared)  # `mlassets fleet submit` of such a config: the defaults
 
 
 def test_the_team_limits_are_what_a_dagster_instance_reads(tmp_path: Path) -> None:

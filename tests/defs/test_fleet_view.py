@@ -23,6 +23,7 @@ from mlassets.core.fleet.service import fleet_table, submit
 from mlassets.core.fleet.spec import JobSpec
 from mlassets.defs.fleet import OVERRUN_TAG, PREEMPTED_TAG, RESUME_TAG, preempted_failure
 from mlassets.defs.fleet_admission import WAITS_TAG
+from mlassets.defs.fleet_view import attempt
 from mlassets.host.instance import get_instance
 from mlassets.host.run_origin import job_origin
 
@@ -116,8 +117,9 @@ def test_mlassets_fleet_shows_dagster_runs_beside_fleet_jobs(fleet_home: dict[st
         "lost unknown"])
     finished = out[out.index("finished:"):]
     assert f"dagster run {r['done']} sales_pipeline 2024-01 (product): done" in finished
-    assert f"dagster run {r['preempted']} sales_pipeline 2024-01 (research): stopped: preempted for run " \
-           f"{r['queued']} (urgent, team product); requeued as dagster run {r['requeued']}" in finished
+    assert f"dagster run {r['preempted']} sales_pipeline 2024-01 (research): stopped after 1 attempt(s): " \
+           f"preempted for run {r['queued']} (urgent, team product); requeued as dagster run {r['requeued']}" \
+           in finished
 
     assert main(["fleet", "--json"]) == 0
     view = json.loads(capsys.readouterr().out)
@@ -136,6 +138,15 @@ def test_mlassets_fleet_shows_dagster_runs_beside_fleet_jobs(fleet_home: dict[st
     states = {j["ref"]: (j["origin"], j["state"]) for j in view["jobs"]}
     assert states[f"job {r['serve']}"] == ("fleet serve", "running")
     assert states[f"dagster run {r['overrun']}"] == ("dagster", "stopped")
+    attempts = {j["id"]: j["attempts"] for j in view["jobs"] if j["origin"] == "dagster"}
+    assert (attempts[fleet_home["done"]], attempts[fleet_home["preempted"]], attempts[fleet_home["queued"]]) == \
+        (1, 1, 0)  # a finished run ran once; a queued one not yet
+
+
+def test_a_requeued_run_is_the_next_attempt_of_its_job() -> None:
+    resumes = {"r3": "r2", "r2": "r1", "r1": "", "other": ""}
+    assert [attempt(r, resumes) for r in ("r1", "r2", "r3", "other")] == [1, 2, 3, 1]
+    assert attempt("r2", {"r2": "gone"}) == 2  # the run it resumes, pruned from the instance, still counted
 
 
 def test_a_started_run_holds_gpus_only_from_its_training_step(home: str, capsys) -> None:

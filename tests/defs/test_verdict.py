@@ -13,6 +13,7 @@ from mlassets.core.evaluate.gate_rules import RuleResult
 from mlassets.defs.resources import mlflow_tracking
 from mlassets.defs.verdict import (
     GATE_CHECK,
+    GATE_FILE,
     GATE_TAG,
     NOTE_TAG,
     gate_check_result,
@@ -84,6 +85,8 @@ def test_a_rejection_materializes_fails_its_check_and_skips_what_needs_a_pass(ho
     assert not instance.get_latest_materialization_event(dg.AssetKey("champion"))
     assert run.info.status == "FINISHED" and run.data.tags[GATE_TAG] == "rejected"  # it trained; the gate said no
     assert run.data.tags[NOTE_TAG].splitlines()[0] == f"Rejected: {REASON}"
+    whole = GateResult.from_json(mlflow.artifacts.load_text(f"{run.info.artifact_uri}/{GATE_FILE}"))
+    assert whole == _gate(False)  # every rule's value and limit, beside the version's verdict tags
 
 
 def test_a_pass_materializes_everything(home: str) -> None:

@@ -46,6 +46,9 @@ def test_the_page_sets_mlflows_own_settings_where_unset_and_lands_on_the_trainin
 
 
 def test_the_server_is_mlflows_own_command_serving_this_application(monkeypatch) -> None:
+    """... without MLflow's job runner (its consumer processes), unless the environment asks for it."""
+    monkeypatch.setenv(mlflow_ui.JOBS_ENV, "unset below")  # so that what main() sets is undone after the test
+    monkeypatch.delenv(mlflow_ui.JOBS_ENV)
     called = {}
     monkeypatch.setattr("mlflow.cli.cli.main", lambda args, prog_name: called.update(
         args=args, command=mlflow.server._build_uvicorn_command(None, "127.0.0.1", 5917, 1,
@@ -57,3 +60,6 @@ def test_the_server_is_mlflows_own_command_serving_this_application(monkeypatch)
         mlflow.server._build_uvicorn_command = original
     assert called["args"] == ["server", "--port", "5917"]
     assert called["command"][-2:] == ["--factory", "mlassets.host.mlflow_ui:create_app"]
+    from mlflow.environment_variables import MLFLOW_SERVER_ENABLE_JOB_EXECUTION
+
+    assert MLFLOW_SERVER_ENABLE_JOB_EXECUTION.get() is False  # what `mlflow server` reads before it starts them

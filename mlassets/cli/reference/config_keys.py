@@ -101,21 +101,33 @@ def section_doc(cls: type) -> str:
 
 
 def _section_of(tp: Any) -> type | None:
-    """The dataclass a field opens (a section, or a mapping of named sections), else None."""
+    """The dataclass a field opens (a section, an optional section, or a mapping of named sections), else None."""
     if dataclasses.is_dataclass(tp):
         return tp  # type: ignore[return-value]
+    if _optional_section(tp):
+        return next(a for a in typing.get_args(tp) if a is not type(None))
     if typing.get_origin(tp) is dict and dataclasses.is_dataclass(typing.get_args(tp)[1]):
         return typing.get_args(tp)[1]
     return None
 
 
+def _optional_section(tp: Any) -> bool:
+    """``Section | None``: a section a config may leave out (its field's docstring says what that means)."""
+    args = typing.get_args(tp)
+    return type(None) in args and len(args) == 2 and any(dataclasses.is_dataclass(a) for a in args)
+
+
 def render() -> str:
     rows = keys()
     hints = typing.get_type_hints(PipelineConfig)
+    docs = field_docs(PipelineConfig)
     sections = []
     for name in [f.name for f in dataclasses.fields(PipelineConfig)]:
         mine = [r for r in rows if r[0].split(".")[0] == name]
-        intro = section_doc(hints[name])
+        section = _section_of(hints[name])
+        intro = section_doc(section) if section is not None else ""
+        if _optional_section(hints[name]):
+            intro = " ".join(p for p in (intro, f"Optional. {docs.get(name, '')}") if p)
         sections.append(f"## `{name}`\n\n" + (f"{intro}\n\n" if intro else "") + table(
             ("key", "type", "default", "meaning"), [(code(k), t, d, m) for k, t, d, m in mine]))
     return page("Config keys", SECTIONS_INTRO, *sections)

@@ -223,15 +223,27 @@ class PipelineConfig:
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     tuning: TuningConfig = field(default_factory=TuningConfig)
     serving: ServingConfig = field(default_factory=ServingConfig)
-    fleet: FleetJobConfig = field(default_factory=FleetJobConfig)
-    """The job spec on a shared GPU fleet."""
+    fleet: FleetJobConfig | None = None
+    """Without this section the pipeline's runs are not fleet jobs: they carry no `mlassets/fleet.*` run tags, pass
+    no admission and are not on the fleet's pages (`mlassets fleet`, the dashboard)."""
+
+    @property
+    def fleet_job(self) -> FleetJobConfig:
+        """The ``fleet`` section, or its defaults when there is none (a job submitted to ``mlassets fleet serve``,
+        the team an access check names)."""
+        return self.fleet or FleetJobConfig()
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def config_hash(self) -> str:
-        """sha256 of the canonical JSON form: equal configs hash equal whatever the YAML layout."""
-        return canonical_hash(self.to_dict())
+        """sha256 of the canonical JSON form: equal configs hash equal whatever the YAML layout. A config without
+        a ``fleet`` section hashes with the section's defaults, as it did when they were always filled in (so the
+        hashes that registered versions record still match)."""
+        data = self.to_dict()
+        if data["fleet"] is None:
+            data["fleet"] = dataclasses.asdict(FleetJobConfig())
+        return canonical_hash(data)
 
 
 def canonical_hash(data: dict[str, Any]) -> str:

@@ -70,8 +70,8 @@ def job_spec(cfg: PipelineConfig, overrides: dict[str, Any] | None = None) -> Jo
     if isinstance(interval, bool) or not isinstance(interval, int | float):
         raise ConfigError(f"training.checkpoint_every_minutes: must be a number >= 0, got {interval!r}")
     check_range("training.checkpoint_every_minutes", "checkpoint_every_minutes", interval)
-    section = build(FleetJobConfig, {**dataclasses.asdict(cfg.fleet), **overrides}, "fleet") if overrides \
-        else cfg.fleet
+    section = build(FleetJobConfig, {**dataclasses.asdict(cfg.fleet_job), **overrides}, "fleet") if overrides \
+        else cfg.fleet_job
     spec = JobSpec(team=section.team, priority=section.priority, ranks=section.ranks or cfg.training.nproc,
                    gpus_per_rank=section.gpus_per_rank, expected_minutes=section.expected_minutes,
                    capacity=section.capacity, preemptible=section.preemptible,

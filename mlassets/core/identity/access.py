@@ -159,7 +159,7 @@ def owning_team(model: str) -> str | None:
     for path in config_paths():
         cfg = load_config(path)
         if cfg.model.registered_name == model:
-            return cfg.fleet.team
+            return cfg.fleet_job.team
     return None
 
 

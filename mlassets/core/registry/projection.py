@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from mlassets.core import settings
 from mlassets.core.registry.peek import ModelView, read_model
 from mlassets.core.registry.promotion import Entry, PromotionError, PromotionLog
-from mlassets.core.registry.versions import CHAMPION, alias_version, mlflow_client, set_alias
+from mlassets.core.registry.versions import CHALLENGER, CHAMPION, alias_version, mlflow_client, set_alias
 
 ANCHOR_TAG = "mlassets.promotion_log_head"
 
@@ -108,13 +108,17 @@ def _v(version: str | None) -> str:
 
 
 def project(name: str, log: PromotionLog) -> None:
-    """Make the alias and the anchor what the log says now (after a row committed, or to repair)."""
+    """Make the alias and the anchor what the log says now (after a row committed, or to repair); a ``challenger``
+    alias on the new champion is removed (it named the version while it waited)."""
     live = log.live(name)
     if live is None:
         if alias_version(name, CHAMPION) is not None:
             mlflow_client().delete_registered_model_alias(name, CHAMPION)
     else:
         set_alias(name, CHAMPION, live.to_version)
+        waiting = alias_version(name, CHALLENGER)
+        if waiting is not None and str(waiting.version) == live.to_version:  # it waited for this: no longer waits
+            mlflow_client().delete_registered_model_alias(name, CHALLENGER)
     head = log.head(name)
     if head is not None:
         mlflow_client().set_registered_model_tag(name, ANCHOR_TAG, f"{head.seq}:{head.hash}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlassets.core.registry.client import RegistryError, mlflow_client, record_of
 from mlassets.core.registry.promotion import REGISTRATIONS, Entry, PromotionLog
+from mlassets.core.registry.record import bound_keys
 from mlassets.core.registry.seal import SealBroken, digest, files_of, model_folder, seal_of
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def _canonical(data: dict) -> str:
 
 def binding(version: ModelVersion) -> dict[str, str]:
     """What a registration row holds of ``version``: its run, source, logged model and record."""
-    tags = {k: version.tags.get(k, "") for k in sorted(record_of(version).to_tags())}
+    tags = {k: version.tags.get(k, "") for k in bound_keys(record_of(version), version.tags)}
     return {"run_id": version.run_id or "", "source": version.source or "",
             "model_id": getattr(version, "model_id", None) or "",
             "record_sha256": hashlib.sha256(_canonical(tags).encode()).hexdigest()}

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mlassets.core.train.artifact import ModelBundle
 
 CHAMPION = "champion"
-CHALLENGER = "challenger"
+CHALLENGER = "challenger"  # a passing version that waits for `mlassets promote` (promotion: manual)
 DESCRIPTION_MAX = 5000  # what MLflow's stores keep of a description
 
 

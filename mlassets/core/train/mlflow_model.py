@@ -13,7 +13,9 @@ import mlflow
 import pandas as pd
 import yaml
 from mlflow.models import ModelSignature
+from mlflow.types.schema import ColSpec, Schema
 
+from mlassets.core.config import PipelineConfig
 from mlassets.core.train.artifact import BUNDLE, ModelBundle, load_bundle
 from mlassets.core.train.family import family_of
 from mlassets.core.train.outputs import served
@@ -36,12 +38,13 @@ def pip_requirements(family: str = "mlp") -> list[str]:
     return [f"torch=={torch_version}", f"pandas=={pandas.__version__}", f"mlflow=={mlflow.__version__}"]
 
 
-def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20,
-                 int_columns: Collection[str] = ()) -> ModelSignature:
+def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20, int_columns: Collection[str] = (),
+                 optional_columns: Collection[str] = ()) -> ModelSignature:
     """The model's input/output signature, inferred from a few raw rows and what the served model answers for them
     (a multiclass model: its label and probability columns). ``int_columns``, the config's ``dtype: int`` ones, are
     declared integers (``long``) however the rows hold them, so the pyfunc takes raw rows as the config declares
-    them (MLflow refuses int64 for a ``double`` column)."""
+    them (MLflow refuses int64 for a ``double`` column); ``optional_columns``, the config's ``nullable`` ones, are
+    declared not required (``ColSpec(required=False)``: a row may leave them out or hold nothing)."""
     sample = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(n).reset_index(drop=True)
     for column in set(int_columns) & set(sample.columns):
         values = pd.to_numeric(sample[column], errors="coerce")
@@ -49,21 +52,33 @@ def signature_of(bundle: ModelBundle, rows: pd.DataFrame, n: int = 20,
             sample[column] = values.astype("int64")
     with warnings.catch_warnings():  # its hint on integer columns: the source's dtypes are fixed per column
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        return mlflow.models.infer_signature(sample, served(bundle, sample))
+        signature = mlflow.models.infer_signature(sample, served(bundle, sample))
+    optional = set(optional_columns)
+    if not optional or signature.inputs is None:
+        return signature
+    inputs = Schema([ColSpec(c.type, c.name, required=False) if c.name in optional else c
+                     for c in signature.inputs.inputs])
+    return ModelSignature(inputs=inputs, outputs=signature.outputs, params=signature.params)
+
+
+def nullable_columns(cfg: PipelineConfig) -> list[str]:
+    """The config's columns that may be missing (``nullable: true``), of the main table and of its keyed tables."""
+    tables = [cfg.dataset.columns, *(t.columns for t in cfg.dataset.tables.values())]
+    return sorted({name for columns in tables for name, spec in columns.items() if spec.nullable})
 
 
 def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: str = "model",
-              int_columns: Collection[str] = ()) -> str:
+              int_columns: Collection[str] = (), optional_columns: Collection[str] = ()) -> str:
     """Log a model bundle as an MLflow pyfunc model in the active run; return its model URI.
 
-    With ``rows`` (raw feature rows) the model gets its input/output signature (``int_columns`` declared integers)
-    and an input example at once.
+    With ``rows`` (raw feature rows) the model gets its input/output signature (``int_columns`` declared integers,
+    ``optional_columns`` not required) and an input example at once.
     """
     signature = example = None
     family = str(json.loads((Path(bundle_dir) / BUNDLE).read_text()).get("family", "mlp"))
     if rows is not None:
         bundle = load_bundle(bundle_dir)
-        signature = signature_of(bundle, rows, int_columns=int_columns)
+        signature = signature_of(bundle, rows, int_columns=int_columns, optional_columns=optional_columns)
         example = rows[[*bundle.preprocessor.categorical, *bundle.preprocessor.numeric]].head(5)
         for column in set(int_columns) & set(example.columns):  # the example as the signature declares it
             if signature.inputs.input_dict()[column].type.name == "long":

@@ -272,3 +272,14 @@ def test_a_failed_alias_write_leaves_the_log_ahead_and_the_next_command_repairs_
     repairs = promote.sync(reg.name, reg.log)
     assert repairs and all(r.startswith("repaired from the promotion log") for r in repairs)
     assert reg.champion() == "2" and projection.inspect(reg.name, reg.log).consistent
+
+
+def test_a_promoted_challenger_no_longer_waits(reg: Registry) -> None:
+    """``challenger`` names a passing version waiting for ``mlassets promote`` (promotion: manual); once it is the
+    champion the alias is gone, so MLflow's UI never shows both on one version. Another waiting version keeps it."""
+    reg.add(True, True, True)
+    registry.set_alias(reg.name, registry.CHALLENGER, "2")
+    promote.promote(reg.name, "1")
+    assert str(registry.alias_version(reg.name, registry.CHALLENGER).version) == "2"  # still waits
+    promote.promote(reg.name, "2")
+    assert reg.champion() == "2" and registry.alias_version(reg.name, registry.CHALLENGER) is None
