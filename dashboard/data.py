@@ -127,17 +127,28 @@ def run_links(run: RunDir) -> dict[str, str]:
     return links
 
 
-def mlflow_run_url(run_id: str) -> str:
-    """An MLflow run's page in its experiment, on the training view ("" when the run is not found)."""
+def _run_page(experiment: str, run_id: str) -> str:
+    """An MLflow run's page in its experiment, on the training view."""
     from mlassets.core import tracking
 
-    if not run_id or not _mlflow_ready():
-        return ""
-    try:
-        experiment = _client().get_run(run_id).info.experiment_id
-    except Exception:  # noqa: BLE001 - a deleted or foreign run: no link rather than a broken page
-        return ""
     return f"{mlflow_url()}/#/experiments/{experiment}/runs/{run_id}{tracking.TRAINING_VIEW}"
+
+
+def version_table(versions: pd.DataFrame) -> pd.DataFrame:
+    """The versions (``versions(model)``) as the Models page shows them: each version's MLflow and Dagster runs as
+    their pages' URLs (``mlflow_run``, ``dagster_run``; "" where there is none) in place of the bare ids."""
+    ids = sorted({i for i in versions["mlflow_run_id"] if i})
+    experiments: dict[str, str] = {}
+    if ids and _mlflow_ready():  # one query for every run, not one per version
+        client = _client()
+        quoted = ", ".join(f"'{i}'" for i in ids)
+        found = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                   filter_string=f"attributes.run_id IN ({quoted})", max_results=len(ids))
+        experiments = {r.info.run_id: r.info.experiment_id for r in found}
+    table = versions.drop(columns=["mlflow_run_id", "dagster_run_id"])
+    table["mlflow_run"] = [_run_page(experiments[i], i) if i in experiments else "" for i in versions["mlflow_run_id"]]
+    table["dagster_run"] = [f"{dagster_url()}/runs/{i}" if i else "" for i in versions["dagster_run_id"]]
+    return table
 
 
 def model_version_url(model: str, version: int | str) -> str:

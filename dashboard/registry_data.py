@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.formats import readable_time
 from dashboard.version_names import NAME_TAG, readable_key
 from mlassets.core import paths
 
@@ -48,7 +49,7 @@ def models() -> list[str]:
 
 
 def promotion_history(model: str) -> pd.DataFrame:
-    """Every row of the promotion log for ``model``, with who was live until when."""
+    """Every row of the promotion log for ``model``, with who was live until when (times in readable UTC)."""
     log = _promotion_log()
     columns = ["seq", "at", "action", "from_version", "to_version", "who", "reason", "live_until"]
     rows = [vars(e) for e in log.entries(model)] if log is not None else []
@@ -59,6 +60,7 @@ def promotion_history(model: str) -> pd.DataFrame:
     starts = frame.loc[applied, "at"].tolist()
     frame["live_until"] = ""
     frame.loc[applied, "live_until"] = starts[1:] + ["(live)"]
+    frame["at"], frame["live_until"] = frame["at"].map(readable_time), frame["live_until"].map(readable_time)
     return frame[columns]
 
 
@@ -89,13 +91,16 @@ def _run_gate(run_id: str) -> str:
 
 
 def versions(model: str) -> pd.DataFrame:
-    """One row per registered version: data version (readable key), gate verdict and summary, run ids."""
-    columns = ["version", "data_version", "gate_passed", "gate_summary", "mlflow_run_id", "dagster_run_id"]
+    """One row per registered version: data version (readable key), when it was registered (readable UTC), gate
+    verdict and summary, run ids."""
+    columns = ["version", "data_version", "registered", "gate_passed", "gate_summary", "mlflow_run_id",
+               "dagster_run_id"]
     if not _mlflow_ready():
         return pd.DataFrame(columns=columns)
     found = _client().search_model_versions(f"name='{model}'")
     rows = [{"version": int(v.version), "data_version": readable_key(v.tags.get(NAME_TAG, ""),
                                                                         v.tags.get("data_commit", "")),
+             "registered": readable_time(v.creation_timestamp),
              "gate_passed": v.tags.get("gate_passed") == "true", "gate_summary": v.tags.get("gate_summary", ""),
              "mlflow_run_id": v.run_id or v.tags.get("mlflow_run_id", ""),
              "dagster_run_id": v.tags.get("dagster_run_id", "")} for v in found]

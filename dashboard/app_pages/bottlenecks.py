@@ -5,7 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
-from dashboard.app_pages.common import pick_run
+from dashboard.app_pages.common import loading, pick_run
 from mlassets.core.diagnose.examples import EXAMPLES, SENTENCES, StepNumbers
 from mlassets.core.diagnose.steps import LABELS, TIMES
 
@@ -38,7 +38,8 @@ source = st.radio("Diagnose", SOURCES, horizontal=True, key="source")
 run, d = None, None
 if source == SOURCES[0]:
     run = pick_run("bottlenecks")
-    d = data.diagnosis(run.telemetry_dir) if run else None
+    with loading("the run's telemetry"):
+        d = data.diagnosis(run.telemetry_dir) if run else None
     if run and d is None:
         st.info("Nothing recorded yet: this run's telemetry has no rows.")
 elif source == SOURCES[1]:
@@ -81,7 +82,8 @@ if d is not None:
 
 if run is not None and d is not None:
     st.header("Profile (HolisticTraceAnalysis)")
-    report = data.profile(run)
+    with loading("the profiler traces (HolisticTraceAnalysis)"):
+        report = data.profile(run)
     if report is None:
         st.caption("No torch.profiler traces for this run: set `training.profile.steps` (e.g. 5) to record a "
                    "window of steps on every rank.")

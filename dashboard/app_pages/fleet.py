@@ -6,9 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
+from dashboard.app_pages.common import loading
 
 st.title("GPU fleet")
-found = data.fleet()
+with loading("the fleet (its lease table and Dagster runs)"):
+    found = data.fleet()
 if found is None:
     st.info("Nothing recorded yet: submit a job with `mlassets fleet submit` and run `mlassets fleet serve`, or "
             "launch a pipeline run (`mlassets run`).")

@@ -5,15 +5,23 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
+from dashboard.app_pages.common import loading
+from dashboard.formats import SHORT_RUN_ID
+
+RUN_LINKS = {"mlflow_run": st.column_config.LinkColumn("MLflow run", display_text=SHORT_RUN_ID),
+             "dagster_run": st.column_config.LinkColumn("Dagster run", display_text=SHORT_RUN_ID)}
 
 st.title("Models and gate")
-names = data.models()
+with loading("the registry"):
+    names = data.models()
 if not names:
     st.info("Nothing recorded yet: no registered model and no promotion log. Run the pipeline (`mlassets demo`).")
 else:
     model = st.selectbox("Model", names, key="model")
+    with loading(f"{model}'s versions and promotions"):
+        history, versions, changes = data.promotion_history(model), data.versions(model), data.slice_changes(model)
+        table = data.version_table(versions)
     st.subheader("Promotion history")
-    history = data.promotion_history(model)
     if history.empty:
         st.caption("No promotion recorded for this model.")
     else:
@@ -21,10 +29,8 @@ else:
         special = history[history["action"].isin(["force-promote", "rollback"])]
         for row in special.itertuples():
             st.markdown(f"- **{row.action}** to v{row.to_version} by {row.who} at {row.at}: {row.reason}")
-    versions = data.versions(model)
     st.subheader("Versions")
-    st.dataframe(versions, hide_index=True, key="versions")
-    changes = data.slice_changes(model)
+    st.dataframe(table, hide_index=True, key="versions", column_config=RUN_LINKS)
     if not changes.empty:
         worse = "< 0 is worse: higher is better" if (changes["bound"] == "min").all() else "> 0 is worse"
         changes = changes.assign(version="v" + changes["version"].astype(str))  # one colour per version, not a scale
@@ -36,19 +42,21 @@ else:
         named = dict(zip(versions["version"], versions["data_version"], strict=True))
         version = st.selectbox("Gate result of version", versions["version"].tolist()[::-1], key="version",
                                format_func=lambda v: f"v{v} · {named[v]}" if named[v] else f"v{v}")
-        rules, unjudged = data.gate_rules(model, int(version))
         row = versions[versions["version"] == version].iloc[0]
+        with loading(f"v{version}'s gate result and evaluation"):
+            rules, unjudged = data.gate_rules(model, int(version))
+            evaluation = data.evaluation(model, int(version))
         links = {"Model version": data.model_version_url(model, version)}
-        if run_url := data.mlflow_run_url(row["mlflow_run_id"]):
-            links["MLflow run"] = run_url  # the training run that made this version
-        if row["dagster_run_id"]:
-            links["Dagster run"] = f"{data.dagster_url()}/runs/{row['dagster_run_id']}"
+        shown = table.loc[row.name]
+        if shown["mlflow_run"]:
+            links["MLflow run"] = shown["mlflow_run"]  # the training run that made this version
+        if shown["dagster_run"]:
+            links["Dagster run"] = shown["dagster_run"]
         st.markdown(" · ".join(f"[{k}]({v})" for k, v in links.items()))
         summary = str(row["gate_summary"])  # the verdict said once (older records say "fail")
         summary = summary.removeprefix("pass").removeprefix("rejected").removeprefix("fail").lstrip(":; ")
         st.markdown(f"**Gate {'passed' if row['gate_passed'] else 'rejected'}**" + (f": {summary}" if summary else ""))
         st.dataframe(rules, hide_index=True, key="rules")
-        evaluation = data.evaluation(model, int(version))
         st.subheader("Holdout metrics")
         if evaluation is None:
             st.caption("No evaluation record in the MLflow run of this version.")

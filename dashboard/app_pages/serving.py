@@ -5,11 +5,13 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
+from dashboard.app_pages.common import loading
 from mlassets.core.diagnose.serving_verdict import recorded
 from mlassets.core.diagnose.spans import ENDPOINT, requests, slow_vs_fast, stage_table, too_few_for_p99, variants
 
 st.title("Serving latency")
-spans = data.serving_spans()
+with loading("the serving traces"):
+    spans = data.serving_spans()
 if spans.empty:
     st.info(f"Nothing recorded yet: no spans in {data.home() / data.SPANS_FILE}. The predictions asset records "
             "one `batch_inference` trace per run; `mlassets diagnose --trace-serving MODEL --rows FILE` traces "

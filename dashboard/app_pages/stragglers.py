@@ -5,7 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from dashboard import data
-from dashboard.app_pages.common import pick_run
+from dashboard.app_pages.common import loading, pick_run
 from mlassets.core.diagnose.examples import SENTENCES
 from mlassets.core.diagnose.report import Diagnosis
 
@@ -45,7 +45,8 @@ if source == SOURCES[1]:
     example()
 else:
     run = pick_run("stragglers")
-    d = data.diagnosis(run.telemetry_dir) if run else None
+    with loading("the run's telemetry"):
+        d = data.diagnosis(run.telemetry_dir) if run else None
     if run and d is None:
         st.info("Nothing recorded yet: this run's telemetry has no rows.")
     if d is not None and d.ranks >= 2:

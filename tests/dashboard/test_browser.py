@@ -118,6 +118,9 @@ def test_every_page_in_chromium(server: str) -> None:
                 _no_error_page(page)
                 if path != "capacity":  # charts: plotly drew them
                     expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
+                # tables and charts are grey placeholders until the browser has loaded their code: wait for them all
+                expect(main.get_by_test_id("stSkeleton")).to_have_count(0, timeout=60_000)
+                expect(main.get_by_test_id("stDataFrame").first.locator("canvas").first).to_be_visible()
                 page.screenshot(path=str(OUTPUT / f"{path}.png"), full_page=True)
             for link, (landing, text) in LINKS.items():
                 page.goto(f"{server}/{link}")
