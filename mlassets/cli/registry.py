@@ -106,9 +106,10 @@ def history_text(name: str, log: PromotionLog | None = None) -> tuple[str, bool]
 
 def families(name: str) -> dict[str, str]:
     """Each registered version's model family (versions registered before families are the MLP's)."""
+    from mlassets.core.config.families import DEFAULT
     from mlassets.core.registry.peek import version_tags
 
-    recorded = dict.fromkeys(version_tags(name, "dagster_run_id"), "mlp")  # every version mlassets registered
+    recorded = dict.fromkeys(version_tags(name, "dagster_run_id"), DEFAULT)  # every version mlassets registered
     return recorded | version_tags(name, "family")
 
 

@@ -11,6 +11,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from mlassets.core.config.families import DEFAULT, FAMILIES
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = PROJECT_ROOT / "requirements.lock"
 GIT_SHA_ENV = "MLASSETS_GIT_SHA"  # an image built from a commit, without its .git (infra/Dockerfile sets it)
@@ -86,21 +88,22 @@ def cuda_available() -> bool:
 def tree_device(family: str) -> str:
     """Where a boosted-trees family trains: ``cuda`` for XGBoost built with CUDA on a machine with a GPU, else
     ``cpu`` (LightGBM's pip build is CPU-only)."""
-    if family != "xgboost" or not cuda_available():
+    facts = FAMILIES.get(family)
+    if facts is None or not facts.cuda or not cuda_available():
         return "cpu"
-    import xgboost
+    library = importlib.import_module(facts.library)
+    return "cuda" if library.build_info().get("USE_CUDA") else "cpu"
 
-    return "cuda" if xgboost.build_info().get("USE_CUDA") else "cpu"
 
-
-def environment(family: str = "mlp") -> dict[str, str]:
+def environment(family: str = DEFAULT) -> dict[str, str]:
     """The facts that change a model's weights even with the same code, data and seed: for the torch families torch's
     version, CPU capability and BLAS; for the boosted trees their library's version and device (no torch)."""
-    if family in ("lightgbm", "xgboost"):
-        library = importlib.import_module(family)
+    facts = FAMILIES.get(family)
+    if facts is not None and facts.trees:
+        library = importlib.import_module(facts.library)
         device = tree_device(family)
         return {"torch_version": "", "cpu_capability": "", "cpu_model": cpu_model(), "blas": "",
-                "library": f"{family} {library.__version__}" + (f" {device}" if device != "cpu" else "")}
+                "library": f"{facts.library} {library.__version__}" + (f" {device}" if device != "cpu" else "")}
     import torch
 
     return {

@@ -16,6 +16,7 @@ from dagster._core.errors import DagsterExecutionInterruptedError
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
+from mlassets.core.config.families import facts_of
 from mlassets.core.data.raw import check_data_version
 from mlassets.core.features.store import FeatureSet
 from mlassets.core.fleet.policy import GPU_POOL
@@ -77,7 +78,7 @@ def _warm_start_from(context: dg.AssetExecutionContext, cfg: PipelineConfig) -> 
 
 
 def build(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.AssetsDefinition]:
-    framework = cfg.model.family if cfg.model.family in ("lightgbm", "xgboost") else "pytorch"  # the UI's kind tag
+    framework = facts_of(cfg.model.family).ui_kind  # the UI's kind tag
 
     @dg.multi_asset(
         name=keys.candidate_model.to_python_identifier(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import zoneinfo
 
+from mlassets.core.config.families import DEFAULT, FAMILIES, TUNABLE, facts_of
 from mlassets.core.config.schema import PipelineConfig
 from mlassets.core.config.typed import ConfigError
 
@@ -13,17 +14,11 @@ _CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("m
 _NAMES = {3: ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
           4: ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]}
 _OWNER = re.compile(r"team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+")
-TORCH_TUNABLE = ("lr", "weight_decay", "dropout", "batch_size", "embedding_dim")
-TREE_TUNABLE = ("num_leaves", "learning_rate", "min_child_samples", "feature_fraction")  # model.params.<name>
-TUNABLE = TORCH_TUNABLE + TREE_TUNABLE
-# tuning.params when the config gives none (or []): what each family searches by default
-DEFAULT_TUNED = {"mlp": ("lr", "weight_decay", "dropout"), "torch": ("lr", "weight_decay"),
-                 "lightgbm": TREE_TUNABLE, "xgboost": TREE_TUNABLE}
 
 
 def tuned_params(family: str, params: list[str]) -> list[str]:
     """``tuning.params`` as given, or the family's default when empty."""
-    return list(params) or list(DEFAULT_TUNED.get(family, DEFAULT_TUNED["mlp"]))
+    return list(params) or list(FAMILIES.get(family, FAMILIES[DEFAULT]).tuned)
 
 
 def _cron_value(text: str, field: int) -> int:
@@ -80,7 +75,7 @@ def check_automation(cfg: PipelineConfig) -> None:
     unknown = [p for p in tune.params if p not in TUNABLE]
     if unknown:
         raise ConfigError(f"tuning.params: {unknown[0]!r} cannot be tuned (allowed: {', '.join(TUNABLE)})")
-    allowed = TREE_TUNABLE if cfg.model.family in ("lightgbm", "xgboost") else TORCH_TUNABLE
+    allowed = facts_of(cfg.model.family).tunable
     other = [p for p in tune.params if p not in allowed]
     if other:
         raise ConfigError(f"tuning.params: {other[0]!r} is not searched for model.family {cfg.model.family!r} "

@@ -10,12 +10,12 @@ import math
 import re
 from typing import Any
 
+from mlassets.core.config.families import facts_of, plugin_families
 from mlassets.core.config.schema import PipelineConfig
 from mlassets.core.config.typed import ConfigError
 
 _MODULE_PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _FILE_PLUGIN = re.compile(r"^[^:]+\.py:[A-Za-z_]\w*$")
-TREES = ("lightgbm", "xgboost")
 # name -> (type, low, high, default); bounds inclusive. One table for both tree families: the platform maps each
 # name onto LightGBM's and XGBoost's own (see mlassets.core.train.trees.gbdt).
 TREE_PARAMS: dict[str, tuple[type, float, float, Any]] = {
@@ -60,27 +60,28 @@ def tree_params(params: dict[str, Any]) -> dict[str, Any]:
 
 def check_model(cfg: PipelineConfig) -> None:
     model, tr, task = cfg.model, cfg.training, cfg.dataset.task
-    if model.family == "torch":
+    facts, plugins = facts_of(model.family), " or ".join(map(repr, plugin_families()))
+    if facts.plugin:
         if not model.plugin:
-            raise ConfigError("model.plugin: family 'torch' needs the builder of your module, package.module:function "
-                              "or path/to/file.py:function")
+            raise ConfigError(f"model.plugin: family {model.family!r} needs the builder of your module, "
+                              "package.module:function or path/to/file.py:function")
         plugin_kind(model.plugin)
     elif model.plugin:
-        raise ConfigError(f"model.plugin: {model.plugin!r} is for family 'torch'; family {model.family!r} takes none")
-    if model.family == "mlp" and model.params:
-        raise ConfigError(f"model.params.{next(iter(model.params))}: family 'mlp' takes embedding_dim, hidden and "
-                          "dropout; model.params is for the torch plug-in and the boosted trees")
-    if model.family in TREES:
+        raise ConfigError(f"model.plugin: {model.plugin!r} is for family {plugins}; family {model.family!r} takes none")
+    if not facts.own_params and model.params:
+        raise ConfigError(f"model.params.{next(iter(model.params))}: family {model.family!r} takes embedding_dim, "
+                          "hidden and dropout; model.params is for the torch plug-in and the boosted trees")
+    if facts.trees:
         tree_params(model.params)
-        if tr.nproc != 1:
-            raise ConfigError(f"training.nproc: {tr.nproc}; boosted trees train in one process (give it "
-                              "training.threads instead)")
-        if tr.checkpoint_every_minutes > 0:
-            raise ConfigError(f"training.checkpoint_every_minutes: {tr.checkpoint_every_minutes:g}; boosted trees "
-                              "checkpoint every training.checkpoint_every_steps rounds (each checkpoint starts a chunk "
-                              "with its own sampling seeds, so it cannot follow the clock)")
-        if cfg.automation.retrain == "warm_start":
-            raise ConfigError(f"automation.retrain: 'warm_start'; model.family {model.family!r} trains from scratch "
-                              "(use full)")
+    if not facts.distributed and tr.nproc != 1:
+        raise ConfigError(f"training.nproc: {tr.nproc}; boosted trees train in one process (give it "
+                          "training.threads instead)")
+    if facts.trees and tr.checkpoint_every_minutes > 0:
+        raise ConfigError(f"training.checkpoint_every_minutes: {tr.checkpoint_every_minutes:g}; boosted trees "
+                          "checkpoint every training.checkpoint_every_steps rounds (each checkpoint starts a chunk "
+                          "with its own sampling seeds, so it cannot follow the clock)")
+    if not facts.warm_start and cfg.automation.retrain == "warm_start":
+        raise ConfigError(f"automation.retrain: 'warm_start'; model.family {model.family!r} trains from scratch "
+                          "(use full)")
     if task == "multiclass" and (model.output_min is not None or model.output_max is not None):
         raise ConfigError("model.output_min / output_max: a multiclass model's outputs are class probabilities")

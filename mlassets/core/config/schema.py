@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mlassets.core.config.families import DEFAULT, FamilyName
 from mlassets.core.config.job import FleetJobConfig
 from mlassets.core.config.lifecycle import AutomationConfig as AutomationConfig
 from mlassets.core.config.lifecycle import GateConfig as GateConfig
@@ -188,7 +189,7 @@ class ModelConfig:
 
     registered_name: str
     """The MLflow registered model (several configs may share one: their candidates compete for one champion)."""
-    family: Literal["mlp", "torch", "lightgbm", "xgboost"] = "mlp"  # see mlassets.core.train.family
+    family: FamilyName = DEFAULT  # one row of mlassets.core.config.families
     """`mlp` (the built-in network), `torch` (your module, `model.plugin`), `lightgbm` or `xgboost` (boosted trees,
     one process)."""
     plugin: str = ""

@@ -22,7 +22,7 @@ class Param:
     integer: bool = False  # an integer range [low, high] (tree leaves, rows per leaf)
 
 
-SPACE: dict[str, Param] = {  # the keys are config.automation.TUNABLE
+SPACE: dict[str, Param] = {  # the keys are config.families.TUNABLE
     "lr": Param("training", 1e-4, 3e-2, log=True),
     "weight_decay": Param("training", 1e-6, 1e-1, log=True),
     "dropout": Param("model", 0.0, 0.5),

@@ -52,8 +52,9 @@ class Made:
     def now(cls, cfg: PipelineConfig, data_commit: str, warm_start_from: str = "") -> Made:
         """What a candidate trained now, by this code, from ``cfg`` on ``data_commit``, would be made from."""
         from mlassets.core import lineage
+        from mlassets.core.config.families import facts_of
 
-        code = plugin_digest(cfg.model.plugin) if cfg.model.family == "torch" else ""
+        code = plugin_digest(cfg.model.plugin) if facts_of(cfg.model.family).plugin else ""
         return cls(data_commit, cfg.config_hash(), lineage.git_sha(), lineage.git_dirty(), lineage.lock_hash(),
                    code, warm_start_from)
 

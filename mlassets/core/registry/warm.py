@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mlassets.core.config.families import facts_of
 from mlassets.core.registry import versions
 
 
@@ -13,12 +14,10 @@ def verified_bundle(name: str, version: str) -> str:
 
 def warm_start_refusal(name: str, version: str, family: str) -> str:
     """Why a ``family`` model cannot begin from ``name`` version ``version`` ("" when it can): weights carry over
-    only within a family that starts from another model's weights (``supports_warm_start``)."""
-    from mlassets.core.train.family import family_of
-
+    only within a family that starts from another model's weights (its ``warm_start`` fact)."""
     recorded = versions.record_of(versions.get_version(name, version)).family
     if recorded != family:
         return f"champion v{version} is a {recorded} model and this one is {family}"
-    if not family_of(family).supports_warm_start:
+    if not facts_of(family).warm_start:
         return f"family {family!r} does not begin from another model's weights"
     return ""

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from opentelemetry import trace
 
+from mlassets.core.config.families import DEFAULT
 from mlassets.core.features.preprocess import Preprocessor
 from mlassets.core.train import plugin_code
 from mlassets.core.train.family import family_of
@@ -50,7 +51,7 @@ class ModelBundle:
     target_scale: float = 1.0
     meta: dict[str, str] = field(default_factory=dict)
     task: str = "regression"
-    family: str = "mlp"
+    family: str = DEFAULT
     classes: list[str] = field(default_factory=list)  # multiclass: the class labels, in output order
 
     @property
@@ -184,7 +185,7 @@ def _document(directory: Path) -> dict[str, Any]:
         raise ValueError(f"{BUNDLE} in {directory} is unreadable: {exc!r}") from exc
     if version not in (1, FORMAT_VERSION):
         raise ValueError(f"{BUNDLE} in {directory}: format_version {version!r}, expected {FORMAT_VERSION}")
-    doc.setdefault("family", "mlp")
+    doc.setdefault("family", DEFAULT)
     doc.setdefault("task", "regression")  # bundles before binary tasks have no "task"
     doc.setdefault("classes", [])
     try:

@@ -19,6 +19,7 @@ import os
 import sys
 
 from mlassets.core.config import load_config
+from mlassets.core.config.families import DEFAULT
 from mlassets.core.train.family import family_of
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.outcome import PREEMPTED_EXIT, Outcome, record_outcome
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     job: TrainJob | None = None
     try:
         job = _job(args)
-        family = family_of(str(job.config.get("model", {}).get("family", "mlp")))
+        family = family_of(str(job.config.get("model", {}).get("family", DEFAULT)))
         if os.environ.get("DAGSTER_PIPES_CONTEXT") and _rank() == 0:
             from mlassets.integrations.pipes import PipesReporter
 

@@ -1,15 +1,15 @@
 """The model-family protocol: how one kind of model is built, trained, saved, loaded and searched.
 
 Everything after training (evaluation, the gate, the registry, serving, rebuild, warm start, tuning, drift and
-the dashboard) holds a ``ModelBundle`` and asks its family only what this protocol says; nothing asks which
-family it has. A family is registered by name (``model.family`` in the config):
+the dashboard) holds a ``ModelBundle`` and asks its family only what this protocol says, and what else it needs
+to know about a family (its kind, library, search space, defaults) it reads from the family's row in
+``mlassets.core.config.families``, the one table of family facts; nothing asks which family it has.
+``model.family`` names the row; the row names the class here that implements it, built with the row's facts:
 
-=========  =====================================================================================
-mlp        the built-in network (embeddings + MLP), trained by the torch loop (DDP/FSDP, torchrun)
-torch      an ``nn.Module`` of the user's own, from ``model.plugin``; trained by the same torch loop
-lightgbm   gradient-boosted trees (LightGBM), one process, native categorical features
-xgboost    gradient-boosted trees (XGBoost), one process, native categorical features
-=========  =====================================================================================
+- the networks (``torch_run.torch_nn``): the built-in embeddings + MLP and the user's own ``nn.Module``
+  (``model.plugin``), both trained by the torch loop (DDP/FSDP, torchrun);
+- the boosted trees (``trees.gbdt``): one class over the libraries' modules (``trees/<library>_lib.py``), one
+  process, native categorical features.
 
 Inputs are the preprocessor's arrays: category codes ``x_cat`` (int64 [n, n_cat], 0 = unknown) and numerics
 ``x_num`` (float32 [n, n_num], standardized). A family's raw output is one value per row (regression: the
@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mlassets.core.config.families import FamilyFacts, facts_of
 from mlassets.core.train.feature_spec import FeatureSpec
 
 if TYPE_CHECKING:
@@ -36,22 +37,14 @@ if TYPE_CHECKING:
     from mlassets.core.train.result import TrainingResult
     from mlassets.core.train.splits import Splits
 
-FAMILIES = {  # name -> "module:class"; imported only when asked for (no torch for trees, no trees for torch)
-    "mlp": "mlassets.core.train.torch_run.torch_nn:MLPFamily",
-    "torch": "mlassets.core.train.torch_run.torch_nn:PluginFamily",
-    "lightgbm": "mlassets.core.train.trees.gbdt:LightGBMFamily",
-    "xgboost": "mlassets.core.train.trees.gbdt:XGBoostFamily",
-}
-TORCH_FAMILIES = ("mlp", "torch")  # trained by the torch loop (torchrun, ranks); the others in one process
-
 
 class Family(Protocol):
-    """One kind of model. ``weights_file`` is the file in a bundle whose sha256 the registry record keeps."""
+    """One kind of model, built with its row of facts. ``weights_file`` is the file in a bundle whose sha256 the
+    registry record keeps."""
 
-    name: str
+    facts: FamilyFacts  # its row: whether it is distributed, warm-starts, what it searches ...
+    name: str  # facts.name
     weights_file: str
-    distributed: bool  # trains under torchrun with ``training.nproc`` ranks; else one process
-    supports_warm_start: bool  # can begin from a registered model of the same family (``warm_start``)
 
     def check(self, cfg: PipelineConfig) -> None:
         """Config rules of this family (``ConfigError`` naming the key and value), before any work."""
@@ -82,19 +75,19 @@ class Family(Protocol):
 
     def warm_start(self, bundle: Any, pre: Any, model: Any) -> tuple[Any, list[str]]:
         """``model``'s state with ``bundle``'s learned state mapped onto it (categories matched by name), and
-        what was left as initialized; only when ``supports_warm_start``."""
+        what was left as initialized; only when ``facts.warm_start``."""
 
 
 _LOADED: dict[str, Family] = {}
 
 
 def family_of(name: str) -> Family:
-    """The family registered as ``name``."""
-    if name not in FAMILIES:
-        raise ValueError(f"model.family: {name!r} is not a model family (choose: {', '.join(FAMILIES)})")
+    """The family ``name`` (its row in ``mlassets.core.config.families``), its implementation built with its facts;
+    ValueError naming ``model.family`` for another name."""
     if name not in _LOADED:
-        module, _, cls = FAMILIES[name].partition(":")
-        _LOADED[name] = getattr(importlib.import_module(module), cls)()
+        facts = facts_of(name)
+        module, _, cls = facts.implementation.partition(":")
+        _LOADED[name] = getattr(importlib.import_module(module), cls)(facts)
     return _LOADED[name]
 
 

@@ -16,6 +16,7 @@ from mlflow.models import ModelSignature
 from mlflow.types.schema import ColSpec, Schema
 
 from mlassets.core.config import PipelineConfig
+from mlassets.core.config.families import DEFAULT
 from mlassets.core.train.artifact import BUNDLE, ModelBundle, load_bundle
 from mlassets.core.train.family import family_of
 from mlassets.core.train.outputs import served
@@ -26,7 +27,7 @@ LOADER_MODULE = "mlassets.core.registry.pyfunc_loader"
 NATIVE_NAME = "native_model"  # the flavor model's name in the run, beside the bundle's ``model``
 
 
-def pip_requirements(family: str = "mlp") -> list[str]:
+def pip_requirements(family: str = DEFAULT) -> list[str]:
     """What a logged model of ``family`` needs, pinned: the family's own list (the boosted trees'), else torch's."""
     own = getattr(family_of(family), "requirements", None)
     if own is not None:
@@ -75,7 +76,7 @@ def log_model(bundle_dir: str | Path, rows: pd.DataFrame | None = None, name: st
     ``optional_columns`` not required) and an input example at once.
     """
     signature = example = None
-    family = str(json.loads((Path(bundle_dir) / BUNDLE).read_text()).get("family", "mlp"))
+    family = str(json.loads((Path(bundle_dir) / BUNDLE).read_text()).get("family", DEFAULT))
     if rows is not None:
         bundle = load_bundle(bundle_dir)
         signature = signature_of(bundle, rows, int_columns=int_columns, optional_columns=optional_columns)

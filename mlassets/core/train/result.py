@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlassets.core.config.families import DEFAULT
 from mlassets.core.records import Record
 
 
@@ -53,7 +54,7 @@ class TrainingResult(Record):
     best_checkpoint: str | None
     telemetry_dir: str
     telemetry: dict[str, float] = field(default_factory=dict)
-    family: str = "mlp"  # the model family that trained it (mlassets.core.train.family)
+    family: str = DEFAULT  # the model family that trained it (mlassets.core.config.families)
     model_code: dict[str, str] = field(default_factory=dict)  # a plug-in's name and source sha256, as trained
 
     def checkpoint_names(self) -> list[str]:
@@ -86,7 +87,7 @@ class Provenance(Record):
     image_digest: str = ""  # the training container's image, when it ran in one
     warm_start_from: str = ""  # the registered version whose weights it began from ("": trained from scratch)
     owners: list[str] = field(default_factory=list)  # the dataset's owners when it was trained
-    family: str = "mlp"  # the model family (records written before families have none: the MLP)
+    family: str = DEFAULT  # the model family (records written before families have none: the default's)
     plugin: str = ""  # family torch: the plug-in that built the module ...
     plugin_sha256: str = ""  # ... and the sha256 of its source file when it trained
     native_model_uri: str = ""  # the same model logged with MLflow's own flavor (lightgbm, xgboost), when it has one

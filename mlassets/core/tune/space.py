@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig, parse_config
+from mlassets.core.config.families import facts_of
 from mlassets.core.config.search import SPACE, Param
 
 __all__ = ["SPACE", "Param", "epochs_of", "suggest", "trial_length", "with_values"]
@@ -58,7 +59,7 @@ def epochs_of(cfg: PipelineConfig) -> int:
 
 def trial_length(cfg: PipelineConfig) -> str:
     """What one trial trains, in words: a network's epochs, or the boosted trees' rounds (reported every 10)."""
-    if cfg.model.family in ("lightgbm", "xgboost"):
+    if facts_of(cfg.model.family).trees:
         from mlassets.core.config.model import tree_params
 
         return f"up to {tree_params(cfg.model.params)['rounds']} rounds"

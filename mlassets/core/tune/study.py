@@ -23,6 +23,7 @@ import optuna
 
 from mlassets.core import paths, settings, tracking
 from mlassets.core.config import FaultConfig, PipelineConfig, ProfileConfig
+from mlassets.core.config.families import facts_of
 from mlassets.core.data.store import NotFound, VersionedStore
 from mlassets.core.features.store import export_splits
 from mlassets.core.train.family import family_of
@@ -139,7 +140,7 @@ def run_study(cfg: PipelineConfig, train_path: str | Path, validation_path: str 
         row = _row(t)
         shown = ", ".join(f"{k}={v:.3g}" for k, v in row.values.items())
         value = row.value if row.value is not None else row.last
-        unit = "epoch" if cfg.model.family in ("mlp", "torch") else "report"
+        unit = facts_of(cfg.model.family).trial_step
         log(f"trial {row.number} {row.state.lower()} after {row.epochs} {unit}(s): val_"
             f"{VAL_METRIC[cfg.dataset.task]}={'-' if value is None else f'{value:.4f}'} ({shown})")
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from mlassets.core.config import ConfigError, load_config, parse_config, shipped_configs
-from mlassets.core.config.automation import TREE_TUNABLE
+from mlassets.core.config.families import TREE_TUNABLE
 
 
 def _trees(family: str = "lightgbm", **model: object) -> dict:

@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from mlassets.core.config import load_config, parse_config, shipped_configs
+from mlassets.core.config.families import FAMILIES as TABLE
 from mlassets.core.train.job import TrainJob
 from mlassets.core.train.synthetic import write_splits
 
-FAMILIES = ("lightgbm", "xgboost")
+FAMILIES = tuple(name for name, facts in TABLE.items() if facts.trees)  # every boosted-trees family: its row
 SAMPLED = {"feature_fraction": 0.7, "bagging_fraction": 0.8}  # both sampling streams on: what resume must replay
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mlassets.core.config import parse_config
-from mlassets.core.config.automation import TREE_TUNABLE
+from mlassets.core.config.families import TREE_TUNABLE
 from mlassets.core.train.synthetic import write_splits
 from mlassets.core.tune.apply import effective_config
 from mlassets.core.tune.space import SPACE

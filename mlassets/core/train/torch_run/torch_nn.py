@@ -1,4 +1,4 @@
-"""The torch families: ``mlp`` (the built-in network) and ``torch`` (a plug-in module), one loop for both.
+"""The networks: the built-in embeddings + MLP and a plug-in module (``model.plugin``), one loop for both.
 
 Both train through ``mlassets.core.train.torch_run.process`` (torchrun, DDP or FSDP, exact resume, async checkpoints,
 telemetry, profiling, bf16 on GPU); they differ only in how the module is built.
@@ -21,6 +21,7 @@ from mlassets.core.train.torch_run.mlp import build_model
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig
+    from mlassets.core.config.families import FamilyFacts
     from mlassets.core.config.search import Param
     from mlassets.core.train.artifact import ModelBundle
     from mlassets.core.train.job import TrainJob
@@ -30,13 +31,12 @@ if TYPE_CHECKING:
 
 
 class TorchFamily:
-    """What both torch families share: tensor-only weights, the torch loop, its search space."""
+    """What both torch families share: tensor-only weights, the torch loop, a search space from their facts."""
 
-    name = ""
     weights_file = WEIGHTS
-    distributed = True
-    supports_warm_start = True
-    tunable = ("lr", "weight_decay", "batch_size")
+
+    def __init__(self, facts: FamilyFacts) -> None:
+        self.facts, self.name = facts, facts.name
 
     def build(self, spec: FeatureSpec, model_config: Mapping[str, Any]) -> nn.Module:
         raise NotImplementedError
@@ -77,7 +77,7 @@ class TorchFamily:
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
         from mlassets.core.config.search import SPACE
 
-        return {name: SPACE[name] for name in self.tunable}
+        return {name: SPACE[name] for name in self.facts.searches}
 
     def fit_trial(self, cfg: PipelineConfig, splits: Splits, out_dir: Path, data_version: str,
                   report: Callable[[int, float], None]) -> float:
@@ -96,15 +96,14 @@ class TorchFamily:
 
 
 class MLPFamily(TorchFamily):
-    name = "mlp"
-    tunable = ("lr", "weight_decay", "dropout", "batch_size", "embedding_dim")
+    """The built-in network: category embeddings and an MLP (``model.embedding_dim``, ``hidden``, ``dropout``)."""
 
     def build(self, spec: FeatureSpec, model_config: Mapping[str, Any]) -> nn.Module:
         return build_model(dict(model_config), spec.cardinalities, spec.n_numeric, spec.output_size)
 
 
 class PluginFamily(TorchFamily):
-    name = "torch"
+    """The user's ``nn.Module``, built by ``model.plugin`` from the feature spec."""
 
     def build(self, spec: FeatureSpec, model_config: Mapping[str, Any]) -> nn.Module:
         name = str(model_config.get("plugin", ""))

@@ -1,8 +1,9 @@
-"""The boosted-trees families: ``lightgbm`` and ``xgboost``, one process each, no torch.
+"""The boosted-trees families (LightGBM, XGBoost): one class, one process each, no torch.
 
-Both train through ``trees.process`` (chunks of rounds, a checkpoint per chunk, exact resume, early stopping on the
-validation split, step telemetry) and differ only in their library module (``lightgbm_lib``, ``xgboost_lib``):
-parameters, native categorical features, the native model file (``model.txt``, ``model.ubj``; never a pickle) and
+Every tree family trains through ``trees.process`` (chunks of rounds, a checkpoint per chunk, exact resume, early
+stopping on the validation split, step telemetry); they differ only in their library module (``<library>_lib``
+beside this one, the ``library`` of the family's row in ``mlassets.core.config.families``): parameters, native
+categorical features, the native model file (its ``MODEL_FILE``: ``model.txt``, ``model.ubj``; never a pickle) and
 MLflow's own flavor for the logged booster.
 """
 
@@ -17,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mlassets.core.config.automation import TREE_TUNABLE
 from mlassets.core.train.feature_spec import FeatureSpec
 
 if TYPE_CHECKING:
     from mlassets.core.config import PipelineConfig
+    from mlassets.core.config.families import FamilyFacts
     from mlassets.core.train.job import TrainJob
     from mlassets.core.train.reporting import Reporter
     from mlassets.core.train.result import TrainingResult
@@ -30,16 +31,15 @@ if TYPE_CHECKING:
 
 
 class TreeFamily:
-    """What both boosted-trees families share; ``library`` names the package and the module beside this one."""
+    """A boosted-trees family: its row's ``library`` names the package and the module beside this one."""
 
-    name = ""
-    library = ""
-    weights_file = ""
-    distributed = False
-    supports_warm_start = False  # a booster's trees are split on another version's category codes
+    def __init__(self, facts: FamilyFacts) -> None:
+        self.facts, self.name, self.library = facts, facts.name, facts.library
+        self.weights_file: str = self.lib().MODEL_FILE
 
     def warm_start(self, bundle: Any, pre: Any, model: Any) -> tuple[Any, list[str]]:
-        raise NotImplementedError(f"family {self.name!r} trains from scratch (supports_warm_start is false)")
+        # a booster's trees are split on another version's category codes
+        raise NotImplementedError(f"family {self.name!r} trains from scratch (its warm_start fact is false)")
 
     def lib(self) -> ModuleType:
         return importlib.import_module(f"mlassets.core.train.trees.{self.library}_lib")
@@ -74,7 +74,7 @@ class TreeFamily:
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
         from mlassets.core.config.search import SPACE
 
-        return {name: SPACE[name] for name in TREE_TUNABLE}
+        return {name: SPACE[name] for name in self.facts.searches}
 
     def fit_trial(self, cfg: PipelineConfig, splits: Splits, out_dir: Path, data_version: str,
                   report: Callable[[int, float], None]) -> float:
@@ -99,14 +99,3 @@ class TreeFamily:
         category codes then standardized numerics; outputs: raw scores); its model URI."""
         return self.lib().log_native(model, name, self.requirements())
 
-
-class LightGBMFamily(TreeFamily):
-    name = "lightgbm"
-    library = "lightgbm"
-    weights_file = "model.txt"
-
-
-class XGBoostFamily(TreeFamily):
-    name = "xgboost"
-    library = "xgboost"
-    weights_file = "model.ubj"

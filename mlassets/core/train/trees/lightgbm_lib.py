@@ -22,6 +22,7 @@ from mlassets.core.train.trees.common import chunk_seed, label, matrix
 from mlassets.core.train.trees.rows import SplitRows, TreeSplits
 
 MODEL_FILE = "model.txt"
+PRECISION = "fp64"  # the precision its training record names
 OBJECTIVES = {"l1": "regression_l1", "mse": "regression", "huber": "huber", "bce": "binary",
               "cross_entropy": "multiclass"}
 LOGIT_LIMIT = 40.0  # |logit| of a probability LightGBM rounded to 0 or 1 (sigmoid(40) is 1 - 4e-18)

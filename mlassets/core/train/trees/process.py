@@ -112,7 +112,7 @@ def _outputs(lib: ModuleType, family: str, cfg: PipelineConfig, job: TrainJob, s
     best = checkpoints.holding(progress.best_round)
     result = TrainingResult(
         data_version=job.data_version, task=splits.task, seed=tr.seed, environment=environment, backend=family,
-        device=engine_device(engine), sharding="none", precision="fp64" if family == "lightgbm" else "fp32",
+        device=engine_device(engine), sharding="none", precision=lib.PRECISION,
         n_train=splits.n_train, n_val=splits.n_val, curves=progress.curves, best_epoch=progress.best_round,
         val_metric=progress.best_metric, val_metric_name=VAL_METRIC[splits.task], steps=progress.round,
         attempt=attempt, resumed_from_step=timing.resumed_from,

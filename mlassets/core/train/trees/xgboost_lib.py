@@ -23,6 +23,7 @@ from mlassets.core.train.trees.common import chunk_seed, label, matrix
 from mlassets.core.train.trees.rows import SplitRows, TreeSplits
 
 MODEL_FILE = "model.ubj"
+PRECISION = "fp32"  # the precision its training record names
 OBJECTIVES = {"l1": "reg:absoluteerror", "mse": "reg:squarederror", "huber": "reg:pseudohubererror",
               "bce": "binary:logistic", "cross_entropy": "multi:softprob"}
 
@@ -45,10 +46,6 @@ def params(cfg: PipelineConfig, task: str, n_classes: int, threads: int, device:
     if task == "multiclass":
         out["num_class"] = n_classes
     return out
-
-
-def device() -> str:
-    return lineage.tree_device("xgboost")
 
 
 def feature_types(n_cat: int, n_num: int) -> list[str]:
@@ -90,7 +87,7 @@ class Engine:
 
     def __init__(self, cfg: PipelineConfig, splits: TreeSplits, threads: int) -> None:
         self.task = splits.task
-        self.device = device()
+        self.device = lineage.tree_device(cfg.model.family)
         self.params = params(cfg, splits.task, max(len(splits.classes), 1), threads, self.device)
         types, bins = feature_types(len(splits.pre.categorical), len(splits.pre.numeric)), self.params["max_bin"]
         self.train = quantile_dmatrix(splits.rows("train"), types, threads, bins)  # a window at a time
