@@ -13,6 +13,7 @@ from mlassets.core.data.version_keys import shown
 from mlassets.core.evaluate.gate import GateResult
 from mlassets.core.evaluate.gate_rules import UnjudgedSlice, summarize_unjudged
 from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.metric_defs import get_metric
 from mlassets.core.registry.record import ChampionDecision, RegisteredVersion
 from mlassets.defs.keys import DatasetKeys
 from mlassets.host.runs import IngestFailed, Run, ingest, run_pipeline
@@ -119,11 +120,8 @@ def run_demo(instance: dg.DagsterInstance, cfg: PipelineConfig, months: list[str
     return rows
 
 
-_NAMES = {"mae": "MAE", "rmse": "RMSE", "logloss": "log loss", "brier": "Brier", "accuracy": "accuracy"}
-
-
 def _fmt(value: float | None, metric: str) -> str:
-    return "-" if value is None else f"{value:.2f}" if metric in ("mae", "rmse") else f"{value:.4f}"
+    return "-" if value is None else get_metric(metric).fmt(value)
 
 
 def format_unjudged(rows: list[VersionRow], min_rows: int | None = None) -> str:
@@ -148,7 +146,7 @@ def format_notes(rows: list[VersionRow], target: str = "target") -> str:
 
 def format_table(rows: list[VersionRow], label: str = "month") -> str:
     metric = rows[0].metric if rows else "mae"
-    name = _NAMES.get(metric, metric)
+    name = get_metric(metric).label
     header = [label, "data version", f"candidate {name}", f"champion {name}", "gate", "champion", "reasons"]
     lines = [[r.month, shown(r.data_version), _fmt(r.candidate_metric, metric), _fmt(r.champion_metric, metric),
               r.decision, "-" if r.champion_version in ("", "none") else f"v{r.champion_version}",

@@ -34,7 +34,7 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 
 def status_text(model: str, url: str) -> str:
-    from mlassets.core.evaluate.metrics import get_metric
+    from mlassets.core.metric_defs import get_metric
     from mlassets.core.registry import online_log
 
     test = online_log.running(model)

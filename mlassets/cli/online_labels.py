@@ -17,9 +17,9 @@ from pathlib import Path
 def labels_text(model: str, file: Path, config: str | None, who: str = "") -> str:
     """Join ``file`` to the running test of ``model`` (recording ``who`` handed it in) and say what the rule now
     sees; ``LabelsError`` or ``PromotionError`` when nothing was written."""
-    from mlassets.core.evaluate.metrics import get_metric
     from mlassets.core.evaluate.online_labels import LabelsError, LabelSpec, add_labels, online_dir
     from mlassets.core.evaluate.online_metric import metric_rule
+    from mlassets.core.metric_defs import get_metric
     from mlassets.core.registry import online_log
     from mlassets.core.registry.promotion import PromotionError
     from mlassets.serve.build import find_config

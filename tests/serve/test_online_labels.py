@@ -15,8 +15,8 @@ import yaml
 from mlassets.cli import main
 from mlassets.core.config import shipped_configs
 from mlassets.core.diagnose import spans
-from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.online_labels import LABELLED, LABELS, PREDICTIONS, online_dir
+from mlassets.core.metric_defs import get_metric
 from mlassets.core.registry import online_log, promote
 from mlassets.core.registry import versions as registry
 from mlassets.serve.build import build

@@ -14,6 +14,7 @@ from mlassets.core.config.model import check_model
 from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
 from mlassets.core.config.serving import check_serving
 from mlassets.core.config.typed import ConfigError
+from mlassets.core.metric_defs import TASK_METRICS
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,249}$")
@@ -31,7 +32,6 @@ _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce"),
                "multiclass": ("auto", "cross_entropy")}
 MIN_MEMORY_BUDGET_MB = 64  # below this the libraries' own buffers are the budget
-TASK_METRICS = {"regression": ("mae", "rmse"), "binary": ("logloss", "brier"), "multiclass": ("logloss", "accuracy")}
 
 
 def _at_least(values: dict[str, float], minimum: float) -> None:

@@ -15,13 +15,14 @@ import yaml
 
 from mlassets.core import paths
 from mlassets.core.config.automation import tuned_params
-from mlassets.core.config.checks import TASK_METRICS, check
+from mlassets.core.config.checks import check
 from mlassets.core.config.model import plugin_kind
 from mlassets.core.config.plugin_source import check_plugin_source
 from mlassets.core.config.resources import check_resources
 from mlassets.core.config.schema import PipelineConfig
 from mlassets.core.config.typed import ConfigError, build
 from mlassets.core.config.yaml_limits import check_size, load_yaml
+from mlassets.core.metric_defs import TASK_METRICS
 
 
 def parse_config(data: Any) -> PipelineConfig:

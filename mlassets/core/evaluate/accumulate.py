@@ -2,8 +2,9 @@
 
 ``ModelSums`` gives one model's ``model_metrics`` (regression: MAE, RMSE, bias; binary: log loss, Brier score, the
 calibration bins and so the ECE) and ``PredictionSums`` the candidate's ``PredictionStats``; each holds a few numbers
-(and ``DEFAULT_BINS`` calibration bins) whatever the number of rows. They equal the in-memory functions on the same
-rows to float rounding (sums are added in another order).
+(and ``DEFAULT_BINS`` calibration bins) whatever the number of rows. Each metric is its ``metric_defs`` definition
+(per-row values, ``MeanSums``, finish), as in ``model_metrics``, which is the one-chunk case: the two agree to float
+rounding (sums are added in another order).
 """
 
 from __future__ import annotations
@@ -11,60 +12,44 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from mlassets.core.evaluate.calibration import (
-    DEFAULT_BINS,
-    bin_sums,
-    ece_of_table,
-    log_losses,
-    report_of_table,
-    table_of_sums,
-)
-from mlassets.core.evaluate.metrics import model_metrics
+from mlassets.core.evaluate.calibration import DEFAULT_BINS, bin_sums, ece_of_table, report_of_table, table_of_sums
 from mlassets.core.evaluate.record import PredictionStats
+from mlassets.core.metric_defs import OVERALL, MeanSums, row_metric
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-_SUMS = {"regression": ("abs", "sq", "err"), "binary": ("logloss", "brier", "p", "y")}
-
 
 class ModelSums:
-    """One model's overall metrics of a ``regression`` or ``binary`` task, from per-chunk sums."""
+    """One model's overall metrics of a ``regression`` or ``binary`` task, from per-chunk sums of each metric's
+    per-row values (``metric_defs.OVERALL``)."""
 
     def __init__(self, task: str, bins: int = DEFAULT_BINS) -> None:
         import numpy as np
 
-        if task not in _SUMS:
+        if task not in OVERALL:
             raise ValueError(f"streamed metrics need a regression or binary task, got {task!r}")
         self.task, self.n = task, 0
-        self.sums = dict.fromkeys(_SUMS[task], 0.0)
+        self.sums = {name: MeanSums() for name in OVERALL[task]}
         self.bins = [np.zeros(bins, np.int64), np.zeros(bins), np.zeros(bins)]  # rows, sum p, sum y (binary)
 
     def add(self, y: np.ndarray, p: np.ndarray) -> None:
-        import numpy as np
-
         self.n += int(y.size)
-        if self.task == "regression":
-            err = p - y
-            parts = {"abs": np.abs(err), "sq": err * err, "err": err}
-        else:
-            parts = {"logloss": log_losses(y, p), "brier": (p - y) ** 2, "p": p, "y": y}
+        for name, sums in self.sums.items():
+            self.sums[name] = sums + MeanSums.of(row_metric(name).loss(y, p))
+        if self.task == "binary":
             for total, part in zip(self.bins, bin_sums(y, p, len(self.bins[0])), strict=True):
                 total += part
-        for key, values in parts.items():
-            self.sums[key] += float(np.sum(values))
 
     def metrics(self) -> dict[str, float]:
-        """What ``model_metrics`` gives on every row added."""
-        if not self.n:
-            return model_metrics(self.task, [], [])
-        mean = {key: total / self.n for key, total in self.sums.items()}
+        """What ``metrics.model_metrics`` gives on every row added."""
+        means = {name: row_metric(name).value(sums) for name, sums in self.sums.items()}
         if self.task == "regression":
-            return {"mae": mean["abs"], "rmse": math.sqrt(mean["sq"]) if mean["sq"] >= 0 else math.nan,
-                    "bias": mean["err"], "n": float(self.n)}
-        return {"logloss": mean["logloss"], "brier": mean["brier"], "ece": ece_of_table(self.table()),
-                "mean_predicted": mean["p"], "positive_rate": mean["y"], "n": float(self.n)}
+            return {**means, "n": float(self.n)}
+        return {"logloss": means["logloss"], "brier": means["brier"], "ece": ece_of_table(self.table()),
+                "mean_predicted": means["mean_predicted"], "positive_rate": means["positive_rate"],
+                "n": float(self.n)}
 
     def table(self) -> pd.DataFrame:
         """The reliability table of the rows added (binary)."""

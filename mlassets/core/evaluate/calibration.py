@@ -1,4 +1,5 @@
-"""Probabilistic (binary) model quality: log loss, Brier score, expected calibration error, reliability.
+"""Probabilistic (binary) model quality: log loss and Brier score (``metric_defs``), expected calibration error,
+reliability.
 
 The target is 0/1 and a model's prediction is its probability of 1. Calibration uses ``bins`` equal-width
 bins on [0, 1] (a prediction of exactly 1.0 falls in the last bin); the expected calibration error is the
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mlassets.core.metric_defs import OVERALL, row_metric
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 
 DEFAULT_BINS = 10
-EPS = 1e-15  # probabilities are clipped to [EPS, 1 - EPS] for the log loss
 RELIABILITY_COLUMNS = ["bin", "lower", "upper", "count", "mean_predicted", "observed_rate"]
 
 
@@ -28,15 +30,6 @@ def _arrays(y_true: Any, prob: Any) -> tuple[np.ndarray, np.ndarray]:
     if y.shape != p.shape:
         raise ValueError(f"y_true has {y.size} rows but the probabilities have {p.size}")
     return y, p
-
-
-def log_losses(y_true: Any, prob: Any) -> np.ndarray:
-    """Per-row log loss ``-(y log p + (1 - y) log(1 - p))`` with ``p`` clipped away from 0 and 1."""
-    import numpy as np
-
-    y, p = _arrays(y_true, prob)
-    p = np.clip(p, EPS, 1.0 - EPS)  # NaN stays NaN: the sanity rule reports it
-    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
 
 
 def _bin_index(p: np.ndarray, bins: int) -> np.ndarray:
@@ -101,20 +94,10 @@ def expected_calibration_error(y_true: Any, prob: Any, bins: int = DEFAULT_BINS)
 
 def binary_metrics(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str, float]:
     """``logloss``, ``brier``, ``ece``, ``mean_predicted``, ``positive_rate`` and ``n`` (as a float)."""
-    import numpy as np
-
     y, p = _arrays(y_true, prob)
-    if y.size == 0:
-        nan = float("nan")
-        return {"logloss": nan, "brier": nan, "ece": nan, "mean_predicted": nan, "positive_rate": nan, "n": 0.0}
-    return {
-        "logloss": float(np.mean(log_losses(y, p))),
-        "brier": float(np.mean((p - y) ** 2)),
-        "ece": expected_calibration_error(y, p, bins),
-        "mean_predicted": float(np.mean(p)),
-        "positive_rate": float(np.mean(y)),
-        "n": float(y.size),
-    }
+    means = {name: row_metric(name).of(y, p) for name in OVERALL["binary"]}
+    return {"logloss": means["logloss"], "brier": means["brier"], "ece": expected_calibration_error(y, p, bins),
+            "mean_predicted": means["mean_predicted"], "positive_rate": means["positive_rate"], "n": float(y.size)}
 
 
 def calibration_report(y_true: Any, prob: Any, bins: int = DEFAULT_BINS) -> dict[str, Any]:

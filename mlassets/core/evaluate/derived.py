@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
-from mlassets.core.evaluate.metrics import get_metric, model_metrics
+from mlassets.core.evaluate.metrics import model_metrics
 from mlassets.core.evaluate.train_target import TrainTarget, as_train_target
+from mlassets.core.metric_defs import TASK_METRICS, MeanSums, get_metric
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,21 +125,21 @@ def naive_shares(cfg: PipelineConfig, train_y: np.ndarray, has_champion: bool) -
     return train.value_counts(normalize=True)
 
 
-def naive_class_rows(shares: pd.Series, truth: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Per holdout row (its class label), the naive model's log loss and hit (1.0: the most frequent class is it)."""
+def naive_class_rows(shares: pd.Series, truth: pd.Series) -> dict[str, np.ndarray]:
+    """Per holdout row (its class label), the naive model's per-row values (``metric_defs``): its log loss (it gives
+    each class its training share) and its hit (1.0: the most frequent class is the true one)."""
     import numpy as np
 
-    from mlassets.core.evaluate.calibration import EPS
-
+    y = truth.to_numpy()
     p_true = truth.map(shares).fillna(0.0).to_numpy(dtype=np.float64)
-    return -np.log(np.clip(p_true, EPS, 1.0)), (truth.to_numpy() == shares.index[0]).astype(np.float64)
+    pred = np.full(y.shape, shares.index[0], dtype=object)
+    return {name: get_metric(name).class_rows(y, pred, p_true) for name in TASK_METRICS["multiclass"]}
 
 
 def _derive_multiclass(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.ndarray | None, has_champion: bool,
                        baseline_metrics: dict[str, float] | None = None) -> Derived:
     """Class probabilities are checked against [0, 1] whatever the config; the naive baseline predicts the
     training class shares (log loss) and the most frequent training class (accuracy)."""
-    import numpy as np
     import pandas as pd
 
     from mlassets.core.train.splits import class_label
@@ -149,9 +150,8 @@ def _derive_multiclass(cfg: PipelineConfig, train_y: np.ndarray, holdout_y: np.n
     if baseline_metrics is not None:
         baseline = dict(baseline_metrics)
     else:
-        losses, hits = naive_class_rows(shares, pd.Series(holdout_y, dtype=object).dropna().map(class_label))
-        baseline = {"logloss": float(np.mean(losses)) if losses.size else float("nan"),
-                    "accuracy": float(np.mean(hits)) if hits.size else float("nan")}
+        rows = naive_class_rows(shares, pd.Series(holdout_y, dtype=object).dropna().map(class_label))
+        baseline = {name: get_metric(name).value(MeanSums.of(values)) for name, values in rows.items()}
     metric = get_metric(cfg.gate.main_metric)
     key = "gate.absolute_min_metric" if metric.higher_is_better else "gate.absolute_max_metric"
     return Derived(0.0, 1.0, baseline, [

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from mlassets.core.config import GateConfig
 from mlassets.core.evaluate.latency import loaded_host
-from mlassets.core.evaluate.metrics import Metric, get_metric
 from mlassets.core.evaluate.record import Evaluation, SliceRow
+from mlassets.core.metric_defs import Metric, get_metric
 from mlassets.core.records import Record
 
 MB = 1024 * 1024

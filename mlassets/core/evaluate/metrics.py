@@ -9,69 +9,14 @@ lower-is-better losses except accuracy (the mean of per-row hits), which is high
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mlassets.core.evaluate.calibration import DEFAULT_BINS, binary_metrics, log_losses
+from mlassets.core.evaluate.calibration import DEFAULT_BINS, binary_metrics
+from mlassets.core.metric_defs import OVERALL, get_metric, row_metric
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
-
-
-@dataclass(frozen=True)
-class Metric:
-    """``finish(mean(loss(y, p)))``, lower is better unless ``higher_is_better``; ``digits`` for messages."""
-
-    name: str
-    label: str
-    loss: Callable[[np.ndarray, np.ndarray], np.ndarray]  # the per-row value (a loss, or a hit for accuracy)
-    root: bool = False  # the metric is the square root of the mean loss (RMSE)
-    digits: int = 2
-    slice_digits: int = 1
-    higher_is_better: bool = False
-
-    def finish(self, mean: Any) -> Any:
-        import numpy as np
-
-        return np.sqrt(mean) if self.root else mean
-
-    def fmt(self, value: float, for_slice: bool = False) -> str:
-        return f"{value:.{self.slice_digits if for_slice else self.digits}f}"
-
-
-def _abs_err(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    import numpy as np
-
-    return np.abs(p - y)
-
-
-def _sq_err(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    d = p - y
-    return d * d
-
-
-def _hit(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """1.0 where the predicted class index equals the true one."""
-    import numpy as np
-
-    return (y == p).astype(np.float64)
-
-
-METRICS: dict[str, Metric] = {
-    "mae": Metric("mae", "MAE", _abs_err),
-    "rmse": Metric("rmse", "RMSE", _sq_err, root=True),
-    "logloss": Metric("logloss", "log loss", log_losses, digits=4, slice_digits=4),
-    "brier": Metric("brier", "Brier score", _sq_err, digits=4, slice_digits=4),
-    "accuracy": Metric("accuracy", "accuracy", _hit, digits=4, slice_digits=3, higher_is_better=True),
-}
-
-
-def get_metric(name: str) -> Metric:
-    if name not in METRICS:
-        raise ValueError(f"unknown metric {name!r} (known: {', '.join(METRICS)})")
-    return METRICS[name]
 
 
 def as_array(values: Any) -> np.ndarray:
@@ -84,34 +29,18 @@ def as_array(values: Any) -> np.ndarray:
 
 def metric_value(name: str, y_true: Any, y_pred: Any) -> float:
     """One metric over all rows (NaN for no rows)."""
-    import numpy as np
-
     y, p = as_array(y_true), as_array(y_pred)
     if y.shape != p.shape:
         raise ValueError(f"y_true has {y.size} rows but y_pred has {p.size}")
-    if y.size == 0:
-        return float("nan")
-    metric = get_metric(name)
-    return float(metric.finish(np.mean(metric.loss(y, p))))
+    return get_metric(name).of(y, p)
 
 
 def regression_metrics(y_true: Any, y_pred: Any) -> dict[str, float]:
     """``mae``, ``rmse``, ``bias`` (mean of prediction - truth) and ``n`` (row count, as a float)."""
-    import numpy as np
-
     y, p = as_array(y_true), as_array(y_pred)
     if y.shape != p.shape:
         raise ValueError(f"y_true has {y.size} rows but y_pred has {p.size}")
-    if y.size == 0:
-        nan = float("nan")
-        return {"mae": nan, "rmse": nan, "bias": nan, "n": 0.0}
-    err = p - y
-    return {
-        "mae": float(np.mean(np.abs(err))),
-        "rmse": float(np.sqrt(np.mean(err * err))),
-        "bias": float(np.mean(err)),
-        "n": float(y.size),
-    }
+    return {**{name: row_metric(name).of(y, p) for name in OVERALL["regression"]}, "n": float(y.size)}
 
 
 def model_metrics(task: str, y_true: Any, y_pred: Any, bins: int = DEFAULT_BINS) -> dict[str, float]:

@@ -5,7 +5,7 @@ A model gives one probability per class it was trained on, in its own order. Bot
 classes are put on one label space (``label_space``: every label of any of them, sorted), where a model's
 probability of a class it never saw is 0. Then, per model:
 
-* log loss: mean over rows of ``-ln(max(p_true, EPS))`` with ``EPS = 1e-15`` and no renormalization; a row whose
+* log loss: mean over rows of ``-ln(max(p_true, EPS))`` (``metric_defs``) with no renormalization; a row whose
   true class the model never saw costs ``-ln(EPS)`` (about 34.5) and is counted in ``unseen_class_rows``;
 * accuracy: the share of rows whose most probable class is the true one: the first in sorted order on a tie, and
   only among the classes the model knows (the label it serves), so it does not depend on the label space;
@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mlassets.core.evaluate.calibration import DEFAULT_BINS, EPS, calibration_report
+from mlassets.core.evaluate.calibration import DEFAULT_BINS, calibration_report
+from mlassets.core.metric_defs import TASK_METRICS, MeanSums, class_log_losses, get_metric, hits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,12 +56,22 @@ def on_labels(prob: pd.DataFrame, labels: list[str]) -> np.ndarray:
     return out
 
 
-def log_losses(y: np.ndarray, prob: np.ndarray) -> np.ndarray:
-    """Per row ``-ln(max(p_true, EPS))`` (NaN stays NaN: the sanity rule reports it)."""
+def p_true(y: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    """Each row's probability of its true class (``y``: indices into ``prob``'s columns)."""
     import numpy as np
 
-    p = prob[np.arange(len(y)), y] if len(y) else np.empty(0)
-    return -np.log(np.clip(p, EPS, 1.0))
+    return prob[np.arange(len(y)), y] if len(y) else np.empty(0)
+
+
+def row_values(metric: str, y: np.ndarray, prob: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """A metric's per-row values (``metric_defs``: log loss, or hits for accuracy) of rows of true class ``y``,
+    probabilities ``prob`` on the label space and predicted class ``pred``."""
+    return get_metric(metric).class_rows(y, pred, p_true(y, prob))
+
+
+def log_losses(y: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    """Per row ``-ln(max(p_true, EPS))`` (NaN stays NaN: the sanity rule reports it)."""
+    return class_log_losses(p_true(y, prob))
 
 
 def predicted(prob: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
@@ -74,13 +85,6 @@ def predicted(prob: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
         return np.argmax(prob, axis=1)
     columns = np.flatnonzero(known)
     return columns[np.argmax(prob[:, columns], axis=1)]
-
-
-def hits(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """1.0 where the most probable class is the true one, else 0.0 (mean: accuracy)."""
-    import numpy as np
-
-    return (y == pred).astype(np.float64)
 
 
 def confusion(y: np.ndarray, pred: np.ndarray, k: int, codes: np.ndarray | None = None,
@@ -150,8 +154,8 @@ def model_metrics(y: np.ndarray, prob: np.ndarray, known: np.ndarray, bins: int 
         return {"logloss": nan, "accuracy": nan, "macro_f1": nan, "ece": nan, "n": 0.0, "unseen_class_rows": 0.0}
     pred = predicted(prob, known)
     return {
-        "logloss": float(np.mean(log_losses(y, prob))),
-        "accuracy": float(np.mean(hits(y, pred))),
+        **{name: get_metric(name).value(MeanSums.of(row_values(name, y, prob, pred)))
+           for name in TASK_METRICS["multiclass"]},
         "macro_f1": float(macro_f1(confusion(y, pred, prob.shape[1]))[0]),
         "ece": float(calibration(prob, y, bins, known)["ece"]),
         "n": float(len(y)),

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mlassets.core.evaluate import multiclass as mc
-from mlassets.core.evaluate.calibration import DEFAULT_BINS, EPS, bin_sums, ece_of_table, report_of_table, table_of_sums
+from mlassets.core.evaluate.calibration import DEFAULT_BINS, bin_sums, ece_of_table, report_of_table, table_of_sums
 from mlassets.core.evaluate.metrics import slice_codes
+from mlassets.core.metric_defs import TASK_METRICS, MeanSums, get_metric
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,7 +73,8 @@ class ClassSums:
 
         self.classes: list[str] | None = None
         self.class_ids = np.zeros(0, np.intp)
-        self.n, self.logloss, self.hits, self.unseen = 0, 0.0, 0.0, 0
+        self.n, self.unseen = 0, 0
+        self.sums = {name: MeanSums() for name in TASK_METRICS["multiclass"]}  # log loss and hits
         self.confusion = np.zeros((0, 0), np.int64)
         self.bins = [np.zeros(bins, np.int64), np.zeros(bins), np.zeros(bins)]  # rows, sum confidence, sum hits
 
@@ -88,26 +90,26 @@ class ClassSums:
         local = np.full(len(ids), -1, np.intp)
         local[self.class_ids] = np.arange(len(self.class_ids))
         at, rows = local[y], np.arange(len(y))
-        loss = -np.log(np.clip(np.where(at >= 0, matrix[rows, np.maximum(at, 0)], 0.0), EPS, 1.0))  # log_losses
+        p_true = np.where(at >= 0, matrix[rows, np.maximum(at, 0)], 0.0)  # 0: a class the model never saw
         top = mc.predicted(matrix)
         pred = self.class_ids[top]
-        hit = mc.hits(y, pred)
+        values = {name: get_metric(name).class_rows(y, pred, p_true) for name in self.sums}
         self.n += len(y)
-        self.logloss += float(np.sum(loss))
-        self.hits += float(np.sum(hit))
+        self.sums = {name: sums + MeanSums.of(values[name]) for name, sums in self.sums.items()}
         self.unseen += int(np.sum(at < 0))
         k = len(ids)
         self.confusion = _grown(self.confusion, k) + np.bincount(y * k + pred, minlength=k * k).reshape(k, k)
-        for total, part in zip(self.bins, bin_sums(hit, matrix[rows, top], len(self.bins[0])), strict=True):
+        for total, part in zip(self.bins, bin_sums(values["accuracy"], matrix[rows, top], len(self.bins[0])),
+                               strict=True):
             total += part
-        return {"logloss": loss, "accuracy": hit}, pred
+        return values, pred
 
     def metrics(self, order: np.ndarray) -> dict[str, float]:
         """What ``multiclass.model_metrics`` gives on every row added."""
         if not self.n:
             return {"logloss": math.nan, "accuracy": math.nan, "macro_f1": math.nan, "ece": math.nan, "n": 0.0,
                     "unseen_class_rows": 0.0}
-        return {"logloss": self.logloss / self.n, "accuracy": self.hits / self.n,
+        return {**{name: get_metric(name).value(sums) for name, sums in self.sums.items()},
                 "macro_f1": float(mc.macro_f1(on_sorted(self.confusion, order)[None])[0]),
                 "ece": ece_of_table(table_of_sums(*self.bins)), "n": float(self.n),
                 "unseen_class_rows": float(self.unseen)}

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from mlassets.core.evaluate import multiclass as mc
 from mlassets.core.evaluate.record import ClassRow
+from mlassets.core.metric_defs import TASK_METRICS
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-ROW_METRICS = ("logloss", "accuracy")  # means of per-row values: the ones a slice rule and its bootstrap can use
+ROW_METRICS = TASK_METRICS["multiclass"]  # means of per-row values: the ones a slice rule and its bootstrap can use
 
 
 def class_rows(labels: list[str], confusions: dict[str, np.ndarray], known: dict[str, np.ndarray]) -> list[ClassRow]:

@@ -35,6 +35,7 @@ from mlassets.core.evaluate.multiclass_counts import ClassSums, LabelIds, SliceC
 from mlassets.core.evaluate.multiclass_record import ROW_METRICS, class_rows
 from mlassets.core.evaluate.record import PredictionStats, SliceRow
 from mlassets.core.evaluate.slice_sums import SliceSums, bonferroni
+from mlassets.core.metric_defs import MeanSums, get_metric
 from mlassets.core.train.outputs import probabilities
 
 if TYPE_CHECKING:
@@ -60,14 +61,13 @@ class MulticlassSums:
         self.per_class = SliceSums(cfg.dataset.target, self.models, list(ROW_METRICS), main)
         self._groups = np.random.default_rng([cfg.training.seed, GROUP_STREAM])  # as GroupBootstrap.row_group
         self.shares = naive_shares(cfg, train_y, has_champion)
-        self.baseline = [0, 0.0, 0.0]  # rows, sum of log losses, sum of hits
+        self.baseline = {name: MeanSums() for name in ROW_METRICS}  # the naive model's log losses and hits
         self.stats = {"n": 0, "non_finite": 0, "outside_range": 0, "sum_not_one": 0, "max_sum_error": 0.0,
                       "seen_min": math.inf, "seen_max": -math.inf}
         self.missing_target = 0
 
     def add(self, scored: pd.DataFrame) -> None:
         """One scored chunk (``score.score_holdout``); rows without a target are counted, not scored."""
-        import numpy as np
 
         self._add_stats(probabilities(scored, "candidate"))  # every row, as in memory
         missing = scored["y"].isna().to_numpy()
@@ -85,9 +85,8 @@ class MulticlassSums:
             confusion.add(scored[sums.column], y, preds, len(self.ids))
         self.per_class.add(truth, losses, row_group)
         if self.shares is not None:
-            loss, hit = naive_class_rows(self.shares, truth)
-            self.baseline = [self.baseline[0] + len(truth), self.baseline[1] + float(np.sum(loss)),
-                             self.baseline[2] + float(np.sum(hit))]
+            rows = naive_class_rows(self.shares, truth)
+            self.baseline = {name: sums + MeanSums.of(rows[name]) for name, sums in self.baseline.items()}
 
     def _add_stats(self, prob: pd.DataFrame) -> None:
         import numpy as np
@@ -103,10 +102,9 @@ class MulticlassSums:
 
     def baseline_metrics(self) -> dict[str, float] | None:
         """The naive model's metrics (``derived.naive_shares``), when a first model must beat it."""
-        n, loss, hits = self.baseline
         if self.shares is None:
             return None
-        return {"logloss": loss / n if n else math.nan, "accuracy": hits / n if n else math.nan}
+        return {name: get_metric(name).value(sums) for name, sums in self.baseline.items()}
 
     def fields(self) -> dict[str, Any]:
         """The model-dependent fields of the multiclass record of the rows added."""

@@ -5,9 +5,9 @@ While a test runs with ``serving.online.label_key``, the endpoint appends every 
 trace id, the variant, its version, the key columns' values and the prediction). ``add_labels`` reads a file of
 labels (the key columns and the dataset's target, CSV or Parquet), keeps them beside the predictions
 (``labels.parquet``, the newest label of a key wins) and writes ``labelled.json``: per variant the rows that have
-a label, the gate's main metric over them (``metrics``' own functions) and the sums of its per-row values
-(``sequential.Sums``); for a shadow, which scored the champion's own requests, also the sums of the pairs (the same
-request and key scored by both: ``sequential.PairSums``). The endpoint's rule reads them.
+a label, the gate's main metric over them (its ``metric_defs`` definition, as the evaluation's) and the sums of its
+per-row values (``sequential.Sums``); for a shadow, which scored the champion's own requests, also the sums of the
+pairs (the same request and key scored by both: ``sequential.PairSums``). The endpoint's rule reads them.
 
 Keys are compared as text that does not depend on how a file typed them: numeric columns as floats (719, 719.0
 and "719.0" agree), categorical ones as the preprocessor compares categories (8 and 8.0 read as "8"), a missing
@@ -29,9 +29,9 @@ import pandas as pd
 
 from mlassets.core import paths
 from mlassets.core.evaluate import multiclass
-from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.sequential import PairSums, Sums
 from mlassets.core.features.preprocess import category_key
+from mlassets.core.metric_defs import MeanSums, get_metric
 
 PREDICTIONS = "predictions.jsonl"
 LABELS = "labels.parquet"
@@ -141,15 +141,12 @@ def row_values(task: str, metric: str, y: np.ndarray, predictions: list[Any]) ->
     labels = multiclass.label_space(list(y), list(prob.columns))
     known = np.isin(labels, [str(c) for c in prob.columns])
     index, matrix = multiclass.true_index(list(y), labels), multiclass.on_labels(prob, labels)
-    if metric == "logloss":
-        return multiclass.log_losses(index, matrix)
-    return multiclass.hits(index, multiclass.predicted(matrix, known))
+    return multiclass.row_values(metric, index, matrix, multiclass.predicted(matrix, known))
 
 
 def metric_of(task: str, metric: str, y: np.ndarray, predictions: list[Any]) -> float:
     """The gate's metric of one variant's labelled rows (NaN for none)."""
-    values = row_values(task, metric, y, predictions)
-    return float(get_metric(metric).finish(np.mean(values))) if len(values) else float("nan")
+    return get_metric(metric).value(MeanSums.of(row_values(task, metric, y, predictions)))
 
 
 def summarize(metric: str, champion: np.ndarray, candidate: np.ndarray,
@@ -157,10 +154,9 @@ def summarize(metric: str, champion: np.ndarray, candidate: np.ndarray,
     """What the rule reads of the labelled rows, from per-row values (``row_values``): ``variants`` (``labelled``,
     ``value``, ``sums``: None where a value is not finite) and, given ``(candidate, champion)`` values of the same
     rows, ``paired`` (``n``, ``sums``; None where one is not finite)."""
-    finish = get_metric(metric).finish
     variants = {}
     for name, values in (("champion", champion), ("candidate", candidate)):
-        value = float(finish(np.mean(values))) if len(values) else math.nan
+        value = get_metric(metric).value(MeanSums.of(values))
         sums = Sums.of(values) if math.isfinite(value) else None
         variants[name] = {"labelled": len(values), "value": value if math.isfinite(value) else None,
                           "sums": None if sums is None else [sums.n, sums.total, sums.squares]}

@@ -19,7 +19,7 @@ from mlassets.core.config.schema import GateConfig
 from mlassets.core.config.serving import OnlineConfig
 from mlassets.core.evaluate import sequential
 from mlassets.core.evaluate.gate_rules import limit_pct, pct
-from mlassets.core.evaluate.metrics import Metric, get_metric
+from mlassets.core.metric_defs import Metric, get_metric
 
 
 def interval(labels: dict[str, Any], rule: OnlineConfig) -> sequential.Interval | None:

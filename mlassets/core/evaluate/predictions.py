@@ -20,6 +20,7 @@ from opentelemetry import trace
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.stream import SCORE_ROWS
+from mlassets.core.metric_defs import MeanSums, get_metric
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,11 +59,12 @@ def prediction_rows(rows: pd.DataFrame, cfg: PipelineConfig, predict: Callable[[
 
 
 class _Errors:
-    """The error of scored rows added up, chunk by chunk: absolute errors (regression, binary) or hits."""
+    """The error of scored rows added up, chunk by chunk (``metric_defs``): MAE (regression, binary) or accuracy."""
 
     def __init__(self, cfg: PipelineConfig) -> None:
         self.target, self.multiclass = cfg.dataset.target, cfg.dataset.task == "multiclass"
-        self.rows, self.total, self.scored = 0, 0.0, False
+        self.metric = get_metric("accuracy" if self.multiclass else "mae")
+        self.rows, self.sums, self.scored = 0, MeanSums(), False
 
     def add(self, out: pd.DataFrame) -> None:
         import numpy as np
@@ -74,12 +76,13 @@ class _Errors:
             return
         self.scored = True
         if self.multiclass:
-            self.total += float(np.sum(out["prediction"].to_numpy() == out[self.target].map(class_label).to_numpy()))
+            y, p = out[self.target].map(class_label).to_numpy(), out["prediction"].to_numpy()
         else:  # a missing target makes the mean NaN, as one np.mean over all rows would
-            self.total += float(np.sum(np.abs(out["prediction"] - out[self.target])))
+            y, p = (out[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in (self.target, "prediction"))
+        self.sums = self.sums + MeanSums.of(self.metric.loss(y, p))
 
     def result(self) -> ScoredFile:
-        mean = self.total / self.rows if self.scored else None
+        mean = self.metric.value(self.sums) if self.scored else None
         return ScoredFile(rows=self.rows, mae=None if self.multiclass else mean,
                           accuracy=mean if self.multiclass else None)
 

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.evaluate.bootstrap import GROUP_STREAM, GROUPS, GroupBootstrap, interval, row_interval
-from mlassets.core.evaluate.metrics import get_metric, slice_codes, slice_metric_names
+from mlassets.core.evaluate.metrics import slice_codes, slice_metric_names
 from mlassets.core.evaluate.record import NAN, SliceRow
+from mlassets.core.metric_defs import get_metric
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,7 +130,7 @@ class SliceSums:
         main = get_metric(self.main)
         level = cfg.gate.confidence if level is None else level
         with np.errstate(invalid="ignore", divide="ignore"):
-            values = {model: {m: get_metric(m).finish(s / self.counts) for m, s in per.items()}
+            values = {model: {m: get_metric(m).of_sums(s, self.counts) for m, s in per.items()}
                       for model, per in self.sums.items()}
             champ = "champion" in self.models
             change = (values["candidate"][self.main] / values["champion"][self.main] - 1.0 if champ
@@ -158,9 +159,8 @@ class SliceSums:
         gate, main = cfg.gate, get_metric(self.main)
         n = int(self.counts[pooled].sum())
         label = pooled_label(len(pooled), gate.slice_min_rows)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            values = {model: {m: float(get_metric(m).finish(s[pooled].sum() / n)) for m, s in per.items()}
-                      for model, per in self.sums.items()}
+        values = {model: {m: float(get_metric(m).of_sums(s[pooled].sum(), n)) for m, s in per.items()}
+                  for model, per in self.sums.items()}
         champ = "champion" in self.models
         if not champ:
             return SliceRow(slice=self.column, value=label, n=n, candidate=values["candidate"], pooled=len(pooled))

@@ -17,9 +17,9 @@ import pandas as pd
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import derived_repo, raw_repo
 from mlassets.core.data.store import VersionedStore
-from mlassets.core.evaluate.metrics import get_metric
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.features.store import BRANCH, read_manifest
+from mlassets.core.metric_defs import get_metric
 from mlassets.core.monitor.decay import DecayPoint, DecayReport, decay_report, point
 from mlassets.core.records import RecordFiles
 from mlassets.core.registry.record import RegisteredVersion

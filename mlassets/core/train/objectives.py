@@ -1,11 +1,18 @@
 """What a task trains on and how its validation is scored: losses, and the validation metric per task.
 
-Torch-free: the boosted trees score their validation split with the same ``validation_metric`` as the network.
+The validation metric is the evaluation's own (``metric_defs``): MAE of the predictions in target units, or the log
+loss of the logits. Torch-free: the boosted trees score their validation split with the same ``validation_metric``
+as the network.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+from mlassets.core.metric_defs import MeanSums, get_metric
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TORCH_LOSSES = {"l1": "L1Loss", "mse": "MSELoss", "huber": "HuberLoss", "bce": "BCEWithLogitsLoss",
                 "cross_entropy": "CrossEntropyLoss"}  # loss name -> torch.nn class
@@ -31,15 +38,17 @@ def resolve_loss(task: str, loss: str) -> str:
 def validation_metric(task: str, out: np.ndarray, y: np.ndarray, center: float, scale: float) -> float:
     """Lower is better, float64. Regression: MAE in target units (``out`` standardized); binary: log loss from the
     logits; multiclass: log loss from the logits [n, k] and class indices."""
-    return float(np.mean(validation_losses(task, out, y, center, scale)))
+    return validation_value(task, MeanSums.of(validation_losses(task, out, y, center, scale)))
 
 
 def validation_losses(task: str, out: np.ndarray, y: np.ndarray, center: float, scale: float) -> np.ndarray:
-    """Each row's term of ``validation_metric`` (float64): a split scored in chunks sums these, holding no rows."""
-    if task == "binary":  # log(1 + e^z) - y z: exact for any logit z, no clipping
-        return np.logaddexp(0.0, out) - y * out
-    if task == "multiclass":  # logsumexp(z) - z_y
-        top = out.max(axis=1, keepdims=True)
-        lse = top[:, 0] + np.log(np.exp(out - top).sum(axis=1))
-        return lse - out[np.arange(len(y)), y.astype(np.int64)]
-    return np.abs(out * scale + center - y)
+    """Each row's value of ``VAL_METRIC[task]`` (float64): a split scored in chunks sums these, holding no rows."""
+    metric = get_metric(VAL_METRIC[task])
+    if task == "regression":
+        return metric.loss(y, out * scale + center)
+    return metric.logit_rows(y, out)
+
+
+def validation_value(task: str, sums: MeanSums) -> float:
+    """The validation metric of the merged sums of ``validation_losses`` (NaN for no rows)."""
+    return get_metric(VAL_METRIC[task]).value(sums)

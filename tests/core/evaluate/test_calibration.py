@@ -15,12 +15,12 @@ from mlassets.core.evaluate.calibration import (
     binary_metrics,
     calibration_report,
     expected_calibration_error,
-    log_losses,
     reliability_table,
 )
 from mlassets.core.evaluate.gate import GateResult, evaluate_gate
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.evaluate.scored import evaluate_models, evaluation_of
+from mlassets.core.metric_defs import binary_log_losses
 
 BINARY = GateConfig(main_metric="logloss", tolerance=0.02, absolute_max_metric=0.69, calibration_max_ece=0.05,
                     prediction_min=0.0, prediction_max=1.0)
@@ -67,7 +67,7 @@ def test_log_loss_and_brier_by_hand():
     assert m["logloss"] == pytest.approx(-(math.log(0.8) + math.log(0.6)) / 2)
     assert m["brier"] == pytest.approx((0.2**2 + 0.4**2) / 2)
     assert m["n"] == 2 and m["positive_rate"] == 0.5
-    assert np.isfinite(log_losses([1, 0], [0.0, 1.0])).all()  # clipped, not infinite
+    assert np.isfinite(binary_log_losses([1, 0], [0.0, 1.0])).all()  # clipped, not infinite
 
 
 def test_calibrated_model_has_small_ece_and_miscalibrated_one_large():

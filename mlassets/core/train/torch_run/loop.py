@@ -14,13 +14,14 @@ import torch
 
 from mlassets.core.config import PipelineConfig
 from mlassets.core.fleet import heartbeat
+from mlassets.core.metric_defs import MeanSums
 from mlassets.core.train.artifact import load_bundle
 from mlassets.core.train.checkpoint.manager import PREFIX, Checkpointer, best_checkpoint, list_checkpoints, step_dirs
 from mlassets.core.train.checkpoint.state import Progress, capture, load_model_weights, restore, resume_key
 from mlassets.core.train.family import family_of
 from mlassets.core.train.faults import Faults
 from mlassets.core.train.metric_sinks import MetricsSink
-from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_losses
+from mlassets.core.train.objectives import TORCH_LOSSES, VAL_METRIC, resolve_loss, validation_losses, validation_value
 from mlassets.core.train.split_stream import StreamData
 from mlassets.core.train.torch_run import distributed as dd
 from mlassets.core.train.torch_run.loader import TabularData, build_loader
@@ -246,14 +247,13 @@ class Trainer:
         model = self.model if self.tr.sharding == "fsdp" and self.env.distributed else self.module
         data, device = self.data, self.env.device
         model.eval()
-        total, rows = 0.0, 0  # the metric is a mean of row terms: summed chunk by chunk, no chunk kept
+        sums = MeanSums()  # the metric is a mean of row values: summed chunk by chunk, no chunk kept
         with torch.no_grad(), self.autocast():
             for x_cat, x_num, y in data.validation_chunks(EVAL_BATCH):
                 out = model(x_cat.to(device), x_num.to(device)).double().cpu().numpy()
-                total += float(validation_losses(self.task, out, y, data.center, data.scale).sum())
-                rows += len(y)
+                sums = sums + MeanSums.of(validation_losses(self.task, out, y, data.center, data.scale))
         model.train()
-        return total / rows if rows else float("nan")
+        return validation_value(self.task, sums)
 
     def finish(self) -> dict[str, Any]:
         """Final and best weights (rank 0 gets CPU tensors), checkpoint list, telemetry files."""
