@@ -20,6 +20,9 @@ warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the long tests first (a stable sort: each module's order is kept), so that the workers' last minutes hold
+    # the short ones, not one worker alone on a ten-minute module while the other waits
+    items.sort(key=lambda item: "e2e" not in item.keywords)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
