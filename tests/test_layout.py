@@ -1,7 +1,7 @@
 """The house: the package root holds only its face (``__init__``) and ``definitions``; every other module lives in a
 room, and rooms import only those below them, never back up:
 
-    integrations < core < examples < serve < defs < definitions < host < cli
+    integrations < core (and the package face) < examples < serve < defs < definitions < host < cli
 
 ``core`` is the pure pipeline (its own order is checked in tests/core/test_layout.py); ``serve`` loads and serves
 registered models on core; ``defs`` are the thin Dagster assets over both; ``host`` runs Dagster and MLflow on one
@@ -21,7 +21,7 @@ ROOMS = ["integrations", "core", "examples", "serve", "defs", "definitions", "ho
 def _room(module: str) -> int | None:
     parts = module.split(".")
     if module == "mlassets":
-        return -1  # the package face: below every room, imports none of them
+        return 1  # the package face (``use_home``, ``tracking_uri``): on core, as core's own; no room imports it
     if parts[0] != "mlassets":
         return None
     return ROOMS.index(parts[1]) if parts[1] in ROOMS else None

@@ -54,11 +54,17 @@ def _create(db: Path) -> None:
     os.replace(tmp, db)
 
 
-def connect(tracking_uri: str | None = None) -> None:
-    """Point MLflow at the tracking store (``tracking_uri``, else the home's); nothing is opened yet."""
+def connect(tracking_uri: str | None = None, create: bool = False) -> None:
+    """Point MLflow at the tracking store (``tracking_uri``, else the home's); nothing is opened yet. ``create``: a
+    new sqlite store is first created whole, under the lock its first open takes (a command that reads the store
+    while another process creates it would otherwise migrate it too, and fail)."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri or paths.mlflow_tracking_uri())
+    uri = tracking_uri or paths.mlflow_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    if create:
+        with _first_use(uri):
+            pass
 
 
 def configure(tracking_uri: str | None = None, experiment: str = EXPERIMENT) -> str:

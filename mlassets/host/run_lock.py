@@ -55,7 +55,7 @@ def existing_candidate(cfg: PipelineConfig, commit: str) -> Existing | None:
     otherwise ask MLflow's default store, find nothing and launch a run that stops itself."""
     from mlassets.core import tracking
 
-    tracking.connect()
+    tracking.connect(create=True)
     found = existing(cfg.model.registered_name, Made.now(cfg, commit))
     return Existing(str(found.version), found.tags.get("dagster_run_id", "")) if found else None
 

@@ -53,6 +53,7 @@ READ_ONLY = {
                               "it was submitted",
     ("token", "list"): "the tokens' names, scopes and issue times, never a token",
     ("whoami",): "says who this shell acts as",
+    ("env",): "prints the export lines that point a shell at the home's registry; changes nothing",
 }
 
 

@@ -60,15 +60,17 @@ def test_ui_fails_fast_when_a_port_is_taken(home: str, capsys) -> None:
 
 
 @contextmanager
-def running_ui(home: str, log: Path) -> Iterator[tuple[subprocess.Popen, int, int]]:
-    """``mlassets ui`` over ``home`` on free ports, without the dashboard: (process, Dagster port, MLflow port).
-    Stopped with SIGTERM on its process group, as a terminal would; it must stop within a minute."""
+def running_ui(home: str, log: Path, redirect: bool = True) -> Iterator[tuple[subprocess.Popen, int, int]]:
+    """``mlassets ui`` over ``home`` on free ports, without the dashboard: (process, Dagster port, MLflow port);
+    ``redirect``: with ``--redirect-old-links`` (the demo's links were made for other ports). Stopped with SIGTERM on
+    its process group, as a terminal would; it must stop within a minute."""
     port, mlflow_port = _free_port(), _free_port()
     env = {**os.environ, "MLASSETS_HOME": home, "MLASSETS_DASHBOARD_PORT": "0"}
     env.pop("DAGSTER_HOME", None)
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mlassets.cli", "ui", "--port", str(port), "--mlflow-port", str(mlflow_port)],
+            [sys.executable, "-m", "mlassets.cli", "ui", "--port", str(port), "--mlflow-port", str(mlflow_port),
+             *(["--redirect-old-links"] if redirect else [])],
             env=env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT,
         )
     try:

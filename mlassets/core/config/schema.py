@@ -238,15 +238,14 @@ class PipelineConfig:
         return dataclasses.asdict(self)
 
     def config_hash(self) -> str:
-        """sha256 of the canonical JSON form: equal configs hash equal whatever the YAML layout. A config without
-        a ``fleet`` section hashes with the section's defaults, as it did when they were always filled in (so the
-        hashes that registered versions record still match)."""
-        data = self.to_dict()
-        if data["fleet"] is None:
-            data["fleet"] = dataclasses.asdict(FleetJobConfig())
-        return canonical_hash(data)
+        """sha256 of the canonical JSON form: equal configs hash equal whatever the YAML layout."""
+        return canonical_hash(self.to_dict())
 
 
 def canonical_hash(data: dict[str, Any]) -> str:
-    """sha256 of a config dict as recorded (``to_dict()``), independent of the code reading it later."""
+    """sha256 of a config dict as recorded (``to_dict()``), independent of the code reading it later. A ``fleet``
+    section that is absent (``None``) hashes as its defaults, as it did when they were always filled in (so the
+    hashes that registered versions record still match)."""
+    if "fleet" in data and data["fleet"] is None:
+        data = {**data, "fleet": dataclasses.asdict(FleetJobConfig())}
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

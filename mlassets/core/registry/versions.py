@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from mlflow.entities.model_registry import ModelVersion
 
+    from mlassets.core.evaluate.gate import GateResult
     from mlassets.core.train.artifact import ModelBundle
 
 CHAMPION = "champion"
@@ -126,6 +127,21 @@ def set_alias(name: str, alias: str, version: str | int) -> None:
 def gate_passed(version: ModelVersion) -> bool:
     """Whether the version's record holds a passing gate result (read from the tag that mirrors it)."""
     return version.tags.get(GATE_PASSED) == "true"
+
+
+def gate_result_of(record: RegistryRecord) -> GateResult:
+    """The whole gate result of a registered version (each rule's value, limit and reason, the rows left out): the
+    ``gate_result.json`` of its training run; the record's verdict alone when the run has none."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from mlassets.core.evaluate.gate import GateResult
+    from mlassets.core.registry.record import GATE_FILE
+
+    try:
+        return GateResult.from_json(mlflow.artifacts.load_text(f"runs:/{record.mlflow_run_id}/{GATE_FILE}"))
+    except (MlflowException, OSError):
+        return record.gate_result
 
 
 def bundle_dir(version: ModelVersion) -> Path:
