@@ -32,7 +32,9 @@ def declared_type(spec: ColumnSpec) -> pl.DataType:
     """The Polars type a declared column is validated in."""
     import polars as pl
 
-    return {"int": pl.Float64, "float": pl.Float64, "str": pl.String, "datetime": pl.Datetime("ns", "UTC")}[spec.dtype]
+    if spec.dtype == "datetime":
+        return pl.Datetime("ns", "UTC")
+    return pl.String() if spec.dtype == "str" else pl.Float64()
 
 
 def to_polars(frame: pd.DataFrame) -> pl.DataFrame:
@@ -52,7 +54,7 @@ def to_polars(frame: pd.DataFrame) -> pl.DataFrame:
 def _times(parsed: pd.Series, name: str) -> pl.Series:
     import polars as pl
 
-    return pl.from_pandas(parsed).cast(pl.Datetime("ns", "UTC")).alias(name)
+    return pl.Series(name, parsed).cast(pl.Datetime("ns", "UTC"))
 
 
 def _parse_times(values: pl.Series) -> pl.Series:
@@ -180,4 +182,4 @@ def built(cast: pl.DataFrame, parts: dict[str, str]) -> tuple[pl.Series, pl.Seri
     from mlassets.core.data.dates import built_date
 
     dates, bad = built_date(cast.select(sorted(set(parts.values()))).to_pandas(), parts)
-    return _times(dates, ""), pl.from_pandas(bad)
+    return _times(dates, ""), pl.Series("", bad, dtype=pl.Boolean)
