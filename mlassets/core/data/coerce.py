@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # what str.strip() removes: every character whose isspace() is true (a test checks the list against Python's)
 WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
               "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+EDGE = f"^[{WHITESPACE}]|[{WHITESPACE}]$"  # a value that begins or ends with some of it
 WHOLE = r"^[+-]?\d+$"  # text pandas reads as an integer (so "-0" as 0, not -0.0)
 
 
@@ -78,7 +79,9 @@ def _is_text(dtype: pl.DataType) -> bool:
 def _trimmed(values: pl.Series) -> pl.Series:
     import polars as pl
 
-    return values.cast(pl.String).str.strip_chars(WHITESPACE)
+    text = values.cast(pl.String)
+    spaced = text.str.contains_any(list(WHITESPACE)).any() and text.str.contains(EDGE).any()
+    return text.str.strip_chars(WHITESPACE) if spaced else text  # the checks are faster than the trim
 
 
 def _delivered(values: pl.Series, spec: ColumnSpec) -> pl.Series | None:

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlassets.core.config import ColumnSpec
-from mlassets.core.data.dates import as_dates, built_date
 from mlassets.core.data.coerce import WHITESPACE
+from mlassets.core.data.dates import as_dates, built_date
 from mlassets.core.data.sources.files_arrow import coerce_table
 from mlassets.core.data.sources.files_parse import FileRejected
 from mlassets.core.data.sources.files_read import iter_table
@@ -42,6 +42,8 @@ def _table() -> pa.Table:
         "flag": pa.array([True, False, None], pa.bool_()),
         "code": pa.array([10, 20, None], pa.int64()),
         "day_text": pa.array(["2024-01-02", None, "2024-01-03T04:00"], pa.string()),
+        "kind": pa.array([" x", "y\t", None]).dictionary_encode(),
+        "kind_number": pa.array([" 1.5", "2", None]).dictionary_encode(),
         "undeclared": pa.array([1, 2, 3]),
     })
 
@@ -51,7 +53,8 @@ COLUMNS = {
     "x_f32": ColumnSpec(dtype="float"), "name": ColumnSpec(dtype="str"), "big": ColumnSpec(dtype="str"),
     "t_naive": ColumnSpec(dtype="datetime"), "t_zoned": ColumnSpec(dtype="datetime"),
     "t_sec": ColumnSpec(dtype="datetime"), "as_text": ColumnSpec(dtype="float"), "flag": ColumnSpec(dtype="int"),
-    "code": ColumnSpec(dtype="str"), "day_text": ColumnSpec(dtype="datetime"),
+    "code": ColumnSpec(dtype="str"), "day_text": ColumnSpec(dtype="datetime"), "kind": ColumnSpec(dtype="str"),
+    "kind_number": ColumnSpec(dtype="float"),
 }
 
 
