@@ -95,10 +95,12 @@ def _delivered(values: pl.Series, spec: ColumnSpec) -> pl.Series | None:
         if dtype.is_integer():  # kept in its type; with gaps as float64, as pandas holds it
             return values.cast(pl.Float64) if values.null_count() else values
         if dtype.is_float():
-            return values.fill_nan(None)
+            return values.fill_nan(None) if values.is_nan().any() else values
         if _is_text(dtype):
             text = _trimmed(values)
             numbers = text.cast(pl.Float64, strict=False).fill_nan(None)
+            if not ((numbers == 0) & text.str.starts_with("-")).any():
+                return numbers
             return pl.select(pl.when(text.str.contains(WHOLE) & (numbers == 0)).then(0.0).otherwise(numbers)
                              ).to_series().alias(values.name)
         return None if dtype.is_numeric() else pl.Series(values.name, [None] * len(values), dtype=pl.Float64)

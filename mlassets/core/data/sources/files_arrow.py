@@ -62,7 +62,8 @@ def _to_arrow(cast: pl.DataFrame, read: pa.Schema | None) -> pa.Table:
             was = read.field(field.name).type
             kind = pa.timestamp(was.unit, "UTC") if pa.types.is_timestamp(was) else kind
         fields.append(pa.field(field.name, kind))
-    return table.cast(pa.schema(fields))
+    schema = pa.schema(fields)
+    return table if schema == table.schema else table.cast(schema)
 
 
 def coerce_table(batch: pa.Table | pd.DataFrame, columns: Mapping[str, ColumnSpec],
