@@ -127,7 +127,7 @@ def bare_exprs(cfg: Any) -> list[Any]:
     non-integral and not-allowed values, and the rows whose key repeats."""
     import polars as pl
 
-    from mlassets.core.data.schema_polars import _utc
+    from mlassets.core.data.column_rules import utc
 
     exprs = []
     for name, spec in cfg.dataset.columns.items():
@@ -136,8 +136,8 @@ def bare_exprs(cfg: Any) -> list[Any]:
             exprs.append(column.is_null().sum().alias(f"{name}:null"))
         if spec.dtype == "int":
             exprs.append((column % 1 != 0).sum().alias(f"{name}:integral"))
-        low = spec.min if spec.min is not None else (_utc(spec.min_date) if spec.min_date else None)
-        high = spec.max if spec.max is not None else (_utc(spec.max_date) if spec.max_date else None)
+        low = spec.min if spec.min is not None else (utc(spec.min_date) if spec.min_date else None)
+        high = spec.max if spec.max is not None else (utc(spec.max_date) if spec.max_date else None)
         if low is not None:
             exprs.append((column < low).sum().alias(f"{name}:min"))
         if high is not None:

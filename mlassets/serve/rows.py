@@ -188,7 +188,8 @@ def _check_declared(checked: Rows, schema: Schema) -> None:
             break
     if quick:
         return
-    from mlassets.core.data.schema_polars import first_failure, to_polars
+    from mlassets.core.data.coerce import to_polars
+    from mlassets.core.data.schema_polars import first_failure
 
     failure = first_failure(to_polars(checked[list(schema.specs)]), dict(schema.specs))
     if failure is not None:

@@ -1,13 +1,11 @@
-"""A table's declared rules in Polars: the one engine that brings a batch to the declared types, checks it and words
-what fails.
+"""A table's declared rules in Polars: a batch brought to the declared types (``coerce``, the one engine that coerces
+values, ingest's too), checked, and what fails worded.
 
-``coerce`` casts each declared column to its type (numbers as float64, NaN read as missing; text; UTC timestamps,
-naive ones read as UTC) and marks the values that cannot be (text that is no number, no date). ``checks`` are a
-column's rules in the order a message ranks them, each a name (as the messages have always said them:
-``not_nullable``, ``integer_valued``, ``finite``, ``greater_than_or_equal_to(0)``, ``less_than_or_equal_to(10)``,
-``isin(['a', 'b'])``) and the rows it fails. A batch is first judged by one expression of every rule (``row_passes``:
-one pass), checked by pandera (``pandera_schema``); only a batch that fails is counted check by check, with its
-first offending values and their rows.
+``checks`` are a column's rules in the order a message ranks them, each a name (as the messages have always said
+them: ``not_nullable``, ``integer_valued``, ``finite``, ``greater_than_or_equal_to(0)``,
+``less_than_or_equal_to(10)``, ``isin(['a', 'b'])``) and the rows it fails. A batch is first judged by one expression
+of every rule (``row_passes``: one pass), checked by pandera (``pandera_schema``); only a batch that fails is counted
+check by check, with its first offending values and their rows.
 """
 
 from __future__ import annotations
@@ -16,101 +14,14 @@ import datetime
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import ColumnSpec
+from mlassets.core.data.coerce import coerce, declared_type
 
 if TYPE_CHECKING:
-    import pandas as pd
     import pandera.polars as pap
     import polars as pl
 
 NOT_NULLABLE = "not_nullable"  # the check of a missing value where the column takes none
 TYPE_NAMES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
-
-
-def _dtype(spec: ColumnSpec) -> pl.DataType:
-    import polars as pl
-
-    return {"int": pl.Float64, "float": pl.Float64, "str": pl.String, "datetime": pl.Datetime("ns", "UTC")}[spec.dtype]
-
-
-def to_polars(frame: pd.DataFrame) -> pl.DataFrame:
-    """A pandas batch as Polars; a column of Python objects as the text pandas makes of each value (missing kept)."""
-    import polars as pl
-
-    if frame.columns.duplicated().any():
-        raise ValueError(f"duplicate column names: {sorted(set(frame.columns[frame.columns.duplicated()]))}")
-    plain = frame.copy(deep=False)
-    for name in plain.columns:
-        if plain[name].dtype == object:
-            column = plain[name]
-            plain[name] = column.astype(str).where(column.notna(), None)
-    return pl.from_pandas(plain.reset_index(drop=True))
-
-
-def _parse_times(values: pl.Series) -> pl.Series:
-    """Text as UTC timestamps (ISO 8601 first, then any form pandas reads; naive ones as UTC); null where not."""
-    import pandas as pd
-    import polars as pl
-
-    text = values.to_pandas()
-    parsed = pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
-    again = parsed.isna() & text.notna()
-    if again.any():
-        parsed[again] = pd.to_datetime(text[again], utc=True, errors="coerce", format="mixed")
-    return pl.from_pandas(parsed).cast(pl.Datetime("ns", "UTC")).alias(values.name)
-
-
-def _coerced(values: pl.Series, spec: ColumnSpec) -> pl.Series:
-    import polars as pl
-
-    dtype = values.dtype
-    if spec.dtype in ("int", "float"):
-        if dtype.is_numeric() or dtype == pl.Boolean:
-            return values.cast(pl.Float64).fill_nan(None)
-        if dtype in (pl.String, pl.Categorical):
-            return values.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False).fill_nan(None)
-    elif spec.dtype == "str":
-        return values.cast(pl.String, strict=False)
-    elif isinstance(dtype, pl.Datetime):
-        values = values.dt.convert_time_zone("UTC") if dtype.time_zone else values.dt.replace_time_zone("UTC")
-        return values.dt.cast_time_unit("ns")
-    elif dtype == pl.Date:
-        return values.cast(pl.Datetime("ns")).dt.replace_time_zone("UTC")
-    elif dtype in (pl.String, pl.Categorical):
-        return _parse_times(values.cast(pl.String))
-    return pl.Series(values.name, [None] * len(values), dtype=_dtype(spec))  # nothing of this type reads as one
-
-
-def _always_casts(dtype: pl.DataType, spec: ColumnSpec) -> bool:
-    """Whether every present value of ``dtype`` has a value of the declared type (``_coerced`` of a number is a
-    number but for NaN, which is missing anyway; text stays text; a time stays a time): no row can fail the cast."""
-    import polars as pl
-
-    if spec.dtype in ("int", "float"):
-        return dtype.is_numeric() or dtype == pl.Boolean
-    if spec.dtype == "str":
-        return dtype == pl.String
-    return isinstance(dtype, pl.Datetime) or dtype == pl.Date
-
-
-def coerce(frame: pl.DataFrame, columns: dict[str, ColumnSpec]) -> tuple[pl.DataFrame, dict[str, pl.Series]]:
-    """``(the declared columns present, in their types; per column, the rows whose value is not of its type)``."""
-    import polars as pl
-
-    out, bad = [], {}
-    for name, spec in columns.items():
-        if name not in frame.columns:
-            continue
-        values = frame[name]
-        cast = _coerced(values, spec)
-        out.append(cast)
-        if _always_casts(values.dtype, spec):
-            continue
-        failed = values.is_not_null() & cast.is_null()
-        if values.dtype.is_float():
-            failed = failed & values.is_not_nan()
-        if failed.any():
-            bad[name] = failed
-    return pl.DataFrame(out), bad
 
 
 def checks(name: str, spec: ColumnSpec) -> list[tuple[str, pl.Expr]]:
@@ -158,7 +69,7 @@ def pandera_schema(columns: dict[str, ColumnSpec]) -> pap.DataFrameSchema:
     def declared_values(data: object) -> object:
         return data.lazyframe.select(pl.all_horizontal([row_passes(n, s) for n, s in columns.items()]))
 
-    return pap.DataFrameSchema({name: pap.Column(_dtype(spec), nullable=True, coerce=False, required=True)
+    return pap.DataFrameSchema({name: pap.Column(declared_type(spec), nullable=True, coerce=False, required=True)
                                 for name, spec in columns.items()},
                                checks=[pap.Check(declared_values, name="declared_values")], strict=False)
 

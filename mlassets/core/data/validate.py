@@ -1,10 +1,10 @@
 """A table's schema check over batches, saying what a check of the whole table says.
 
-Each batch is checked as it comes, in Polars (``schema_polars``: the one engine, which casts a batch to the declared
-types, judges it in one expression and words what fails). What a batch fails is kept per column and check: how many
-rows, the first three offending values and their rows, in row order. The key is checked across all batches
-(``keys``). The outcome names each missing column, a key that is not unique, and per column its first failed check
-in the order they run (coercion, missing values, then the configured checks), columns in the config's order.
+Each batch is checked as it comes, in Polars: cast to the declared types by ``coerce`` (the one engine that coerces
+values), judged in one expression and worded by ``schema_polars``. What a batch fails is kept per column and check:
+how many rows, the first three offending values and their rows, in row order. The key is checked across all batches
+(``keys``). The outcome names each missing column, a key that is not unique, and per column its first failed check in
+the order they run (coercion, missing values, then the configured checks), columns in the config's order.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _plain(value: object) -> object:
 def _polars(batch: Batch) -> pl.DataFrame:
     import polars as pl
 
-    from mlassets.core.data.schema_polars import to_polars
+    from mlassets.core.data.coerce import to_polars
 
     return batch if isinstance(batch, pl.DataFrame) else to_polars(batch)
 
@@ -80,7 +80,7 @@ class TableScan:
         """The next batch (a pandas or a Polars frame; ``metadata``, the Parquet schema's, is not needed)."""
         import polars as pl
 
-        from mlassets.core.data.schema_polars import coerce
+        from mlassets.core.data.coerce import coerce
 
         first, self.rows = self.rows, self.rows + len(batch)
         try:
@@ -153,7 +153,8 @@ class TableScan:
         import numpy as np
         import polars as pl
 
-        from mlassets.core.data.schema_polars import coerce, shown
+        from mlassets.core.data.coerce import coerce
+        from mlassets.core.data.schema_polars import shown
 
         candidates = self.keys.candidates()
         self.keys.close()

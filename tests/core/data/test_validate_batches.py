@@ -188,7 +188,8 @@ def test_pandera_judges_a_batch_by_the_declared_rules() -> None:
     from pandera.errors import SchemaErrors
 
     from mlassets.core.config import ColumnSpec
-    from mlassets.core.data.schema_polars import coerce, pandera_schema
+    from mlassets.core.data.coerce import coerce
+    from mlassets.core.data.schema_polars import pandera_schema
 
     columns = {"x": ColumnSpec(dtype="float", min=0.0), "c": ColumnSpec(dtype="str", allowed=("a", "b"))}
     schema = pandera_schema(columns)

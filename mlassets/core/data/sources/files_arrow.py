@@ -1,13 +1,9 @@
-"""A batch of a files source coerced in Arrow wherever Arrow gives what pandas would, and by pandas elsewhere.
+"""A batch of a files source coerced to the declared types: Arrow (a Parquet batch) or pandas (a CSV's text) in,
+the one engine (``coerce``, Polars, ``delivered``) in between, Arrow out, with each column's problems named by row.
 
-A Parquet file usually stores a declared column in its type already (numbers as numbers, text as text, times as
-timestamps), and a CSV's number columns are mostly plain decimals. Such a column is coerced in Arrow to what the
-pandas coercion (``files_parse.coerce_batch``) would have given it: text trimmed of exactly what ``str.strip``
-trims, integers with gaps as float64, NaN as missing, times in UTC, plain decimals read to the same bits. Only the other
-columns (dates as text, dates built from parts, booleans, numbers in any other spelling, values that do not parse)
-go through pandas, which parses them and names the rows that do not parse. The result is the table the pandas
-coercion gives (``tests/core/data/test_files_arrow.py`` compares them), without a round trip of every cell
-through Python objects.
+What comes out is what ingest has always stored: text as ``string``; a number column in its type (integers with gaps
+as float64); times in UTC in their unit (Polars holds seconds as milliseconds: they are given back in seconds), text
+read as times in nanoseconds; a column built from others (``from_columns``) after the rest.
 """
 
 from __future__ import annotations
@@ -19,103 +15,72 @@ from mlassets.core.config import ColumnSpec
 
 if TYPE_CHECKING:
     import pandas as pd
+    import polars as pl
     import pyarrow as pa
 
     from mlassets.core.data.sources.files_parse import Problems
 
-# what str.strip() removes: every character whose isspace() is true (a test checks the list against Python's)
-WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-              "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
-DECIMAL = r"^[+-]?(\d+\.?\d*|\.\d+)$"  # a plain decimal: digits, at most one point, no exponent
-SHORT = 15  # characters: at most 15 digits, which pandas' parser and Arrow's read to the same float64
+def _problems(raw: pl.DataFrame, bad: Mapping[str, pl.Series], first: int) -> Problems:
+    out: Problems = {}
+    for name, failed in bad.items():
+        rows = failed.arg_true()
+        out[name] = (first + int(rows[0]), raw[name][int(rows[0])], len(rows))
+    return out
 
 
-def fits(kind: pa.DataType, spec: ColumnSpec) -> bool:
-    """Whether a column stored as ``kind`` is already in the declared dtype (only trimmed or relabelled)."""
+def _with_built(raw: pl.DataFrame, cast: pl.DataFrame, columns: Mapping[str, ColumnSpec], first: int,
+                problems: Problems) -> pl.DataFrame:
+    """``cast`` with each column built from others whose parts it holds (``coerce.built``), its bad rows named by
+    the parts' values as read."""
+    from mlassets.core.data.coerce import built
+
+    for name, spec in columns.items():
+        parts = spec.from_columns or {}
+        if not parts or not set(parts.values()) <= set(cast.columns):
+            continue  # a part missing from the file: the schema check names it
+        dates, bad = built(cast, parts)
+        cast = cast.drop(name, strict=False).with_columns(dates.alias(name))
+        if bad.any():
+            row = int(bad.arg_true()[0])
+            named = ", ".join(f"{p}={raw[c][row]!r}" for p, c in parts.items())
+            problems[name] = (first + row, named, int(bad.sum()))
+    return cast
+
+
+def _to_arrow(cast: pl.DataFrame, read: pa.Schema | None) -> pa.Table:
+    """The coerced batch in Arrow: text as ``string``, a time in the unit it was read in."""
     import pyarrow as pa
 
-    types = pa.types
-    if spec.from_columns:
-        return False
-    if spec.dtype in ("int", "float"):
-        return types.is_integer(kind) or types.is_float32(kind) or types.is_float64(kind)
-    if spec.dtype == "str":
-        return types.is_string(kind) or types.is_large_string(kind)
-    return spec.dtype == "datetime" and types.is_timestamp(kind)
+    table = cast.to_arrow()
+    fields = []
+    for field in table.schema:
+        kind = field.type
+        if pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+            kind = pa.string()
+        elif pa.types.is_timestamp(kind) and read is not None and field.name in read.names:
+            was = read.field(field.name).type
+            kind = pa.timestamp(was.unit, "UTC") if pa.types.is_timestamp(was) else kind
+        fields.append(pa.field(field.name, kind))
+    schema = pa.schema(fields)
+    return table if schema == table.schema else table.cast(schema)
 
 
-def in_arrow(column: pa.ChunkedArray, spec: ColumnSpec) -> pa.ChunkedArray:
-    """A fitting column as the pandas coercion leaves it once written back to Arrow."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if spec.dtype in ("int", "float"):
-        if pa.types.is_integer(column.type):  # pandas holds an integer column with gaps as float64
-            return column.cast(pa.float64(), safe=False) if column.null_count else column
-        nan = pc.is_nan(column)
-        return pc.if_else(nan, pa.scalar(None, column.type), column) if pc.any(nan).as_py() else column
-    if spec.dtype == "str":
-        return pc.utf8_trim(column, WHITESPACE).cast(pa.string())
-    return column.cast(pa.timestamp(column.type.unit, "UTC"))  # naive times are UTC; aware ones the same instant
-
-
-def from_frame(frame: pd.DataFrame) -> pa.Table:
+def coerce_table(batch: pa.Table | pd.DataFrame, columns: Mapping[str, ColumnSpec],
+                 first: int) -> tuple[pa.Table, Problems]:
+    """A batch whose first row is row ``first`` of its file, as read (headers clean), coerced to ``columns``; and
+    per column whose non-blank values do not parse, (the first such row, its value, how many rows)."""
+    import polars as pl
     import pyarrow as pa
 
-    return pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+    from mlassets.core.data.coerce import coerce
 
-
-def plain_numbers(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
-    """Text of a number column as float64, as ``pd.to_numeric`` reads it (blanks missing): only when every value is
-    a plain decimal of at most ``SHORT`` characters (both parsers read those to the same bits; longer ones or
-    exponents can differ in the last bit) and none is a negative zero; else None, and pandas parses the column."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    text = pc.utf8_trim(column, WHITESPACE)
-    text = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
-    plain = pc.and_(pc.match_substring_regex(text, DECIMAL), pc.less_equal(pc.utf8_length(text), SHORT))
-    if not pc.all(plain).as_py():
-        return None
-    numbers = text.cast(pa.float64())
-    if pc.any(pc.and_(pc.starts_with(text, "-"), pc.equal(numbers, 0))).as_py():
-        return None  # pandas reads "-0" as an integer, so as 0.0, and "-0.0" as -0.0
-    return numbers
-
-
-def coerce_table(table: pa.Table, columns: Mapping[str, ColumnSpec], first: int,
-                 frame: pd.DataFrame | None = None) -> tuple[pa.Table, Problems]:
-    """``files_parse.coerce_batch`` of a batch whose first row is row ``first`` of its file: columns already in
-    their type, and text of plain numbers, coerced in Arrow; the rest by pandas (all of them when a column is built
-    from others). ``table`` holds the batch in Arrow, or (with ``frame``, a CSV's text in pandas) the columns of it
-    worth trying in Arrow."""
-    import pyarrow as pa
-
-    from mlassets.core.data.sources.files_parse import coerce_batch
-
-    names = list(frame.columns) if frame is not None else table.column_names
-    present = {n: s for n, s in columns.items() if n in names}
-    built = any(s.from_columns for s in columns.values())
-    arrow: dict[str, pa.ChunkedArray] = {}
-    for name, spec in ({} if built else present).items():
-        column = table.column(name) if name in table.column_names else None
-        if column is not None and fits(column.type, spec):
-            arrow[name] = in_arrow(column, spec)
-        elif column is not None and spec.dtype in ("int", "float") and pa.types.is_string(column.type):
-            numbers = plain_numbers(column)
-            if numbers is not None:
-                arrow[name] = numbers
-    rest = [n for n in names if n in columns and n not in arrow]
-    problems: Problems = {}
-    parsed = pa.table({})
-    if rest:
-        part = frame[rest] if frame is not None else table.select(rest).to_pandas()
-        part = part.set_axis(range(first, first + len(part)), axis=0)
-        out, problems = coerce_batch(part, {n: s for n, s in columns.items() if n not in arrow})
-        parsed = from_frame(out)
-    if built:
-        return parsed, problems
-    order = [n for n in present if n in arrow or n in parsed.column_names]
-    arrays = [arrow[n] if n in arrow else parsed.column(n) for n in order]
-    return pa.table(arrays, names=order) if order else pa.table({}), problems
+    names = list(batch.column_names) if isinstance(batch, pa.Table) else list(batch.columns)
+    keep = [n for n in names if n in columns]
+    raw = pl.from_arrow(batch.select(keep)) if isinstance(batch, pa.Table) else pl.from_pandas(batch[keep])
+    assert isinstance(raw, pl.DataFrame)
+    cast, bad = coerce(raw, dict(columns), delivered=True)
+    problems = _problems(raw, bad, first)
+    if any(spec.from_columns for spec in columns.values()):
+        cast = _with_built(raw, cast, columns, first, problems)
+    return _to_arrow(cast, batch.schema if isinstance(batch, pa.Table) else None), problems

@@ -1,5 +1,5 @@
-"""The files source's parts: a partition's files found, headers cleaned, a pandas batch coerced to the declared
-types (``files.py`` says how), and a delivery's problems worded with file, column, row and value."""
+"""The files source's parts: a partition's files found, headers cleaned, and a delivery's problems (values that do
+not parse: ``files_arrow``) worded with file, column, row and value."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlassets.core.config import ColumnSpec
-from mlassets.core.data.dates import as_dates, built_date, describe_format
+from mlassets.core.data.dates import describe_format
 from mlassets.core.data.sources.base import quoted
 
 if TYPE_CHECKING:
@@ -56,48 +56,6 @@ def clean_names(names: list[object], path: Path) -> list[str]:
 def clean_headers(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     """``clean_names`` of a frame's columns."""
     return frame.set_axis(clean_names(list(frame.columns), path), axis=1)
-
-
-def _coerce(values: pd.Series, spec: ColumnSpec) -> pd.Series:
-    import pandas as pd
-
-    if spec.dtype in ("int", "float"):
-        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            return values
-        return pd.to_numeric(values.astype("string").str.strip(), errors="coerce").astype("float64")
-    if spec.dtype == "datetime":
-        return as_dates(values, spec.format)
-    return values.astype("string").str.strip().astype(object).where(values.notna(), None)
-
-
-def coerce_batch(frame: pd.DataFrame, columns: Mapping[str, ColumnSpec]) -> tuple[pd.DataFrame, Problems]:
-    """Each declared column in its dtype, and per column whose non-empty values do not parse: (the first such
-    row's index, its value, how many rows)."""
-    import pandas as pd
-
-    problems: Problems = {}
-    out = {}
-    for name, spec in columns.items():
-        if name not in frame.columns or spec.from_columns:
-            continue  # the schema check names a missing column; built columns come below
-        raw = frame[name]
-        out[name] = parsed = _coerce(raw, spec)
-        lost = raw.notna() & parsed.isna()  # a value that did not parse, or a blank one
-        if lost.any():
-            rows = lost[lost].index
-            rows = rows[raw[rows].astype("string").str.strip() != ""]
-            if len(rows):
-                problems[name] = (rows[0], raw[rows[0]], len(rows))
-    for name, spec in columns.items():
-        parts = spec.from_columns or {}
-        if not parts or not set(parts.values()) <= set(out):
-            continue  # a part missing from the file: the schema check names it
-        out[name], bad = built_date(pd.DataFrame(out, index=frame.index), parts)
-        if bad.any():
-            row = bad[bad].index[0]
-            named = ", ".join(f"{p}={frame[c][row]!r}" for p, c in parts.items())
-            problems[name] = (row, named, int(bad.sum()))
-    return pd.DataFrame(out, index=frame.index), problems
 
 
 def merge_problems(seen: Problems, more: Problems) -> Problems:

@@ -1,9 +1,9 @@
 """A partition's table read from its files in batches, each coerced to the config's schema as an Arrow table.
 
-Parquet is read batch by batch as Arrow; a CSV is read by pandas in chunks, every cell as text. Either is coerced
-by ``files_arrow``: a column already in its type, or a CSV column of plain decimals, in Arrow; the rest parsed by
-pandas. Either way a file's problems (values that do not parse, rows without a target) are counted over the whole
-file and raised after its last batch, naming the first row of each.
+Parquet is read batch by batch as Arrow; a CSV is read by pandas in chunks, every cell as text. Either is coerced by
+the one engine (``coerce``, in Polars) through ``files_arrow``, which gives the batch back in Arrow. Either way a
+file's problems (values that do not parse, rows without a target) are counted over the whole file and raised after
+its last batch, naming the first row of each.
 """
 
 from __future__ import annotations
@@ -70,17 +70,14 @@ def _coerced(batch: pa.Table | pd.DataFrame, columns: Mapping[str, ColumnSpec], 
     undeclared ones too, for the notes)."""
     import pyarrow as pa
 
-    from mlassets.core.data.sources.files_arrow import coerce_table, from_frame
+    from mlassets.core.data.sources.files_arrow import coerce_table
 
     if isinstance(batch, pa.Table):
-        names = clean_names(batch.column_names, path)
-        out, problems = coerce_table(batch.rename_columns(names), columns, first)
-        return out, problems, names
-    frame = clean_headers(batch, path)
-    built = any(spec.from_columns for spec in columns.values())
-    texts = [c for c in frame.columns if c in columns and columns[c].dtype != "datetime" and not built]
-    out, problems = coerce_table(from_frame(frame[texts]), columns, first, frame)
-    return out, problems, list(frame.columns)
+        clean = batch.rename_columns(clean_names(batch.column_names, path))
+    else:
+        clean = clean_headers(batch, path)
+    out, problems = coerce_table(clean, columns, first)
+    return out, problems, list(clean.column_names if isinstance(clean, pa.Table) else clean.columns)
 
 
 def _first_missing(table: pa.Table, target: str) -> tuple[int, int]:
