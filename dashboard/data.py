@@ -174,7 +174,7 @@ def fleet() -> tuple[Any, Any] | None:
     a job spec, as ``mlassets fleet`` shows it; None when there is neither (nothing is created here)."""
     from mlassets.core.fleet.config import load_fleet
     from mlassets.core.fleet.service import fleet_table
-    from mlassets.defs.fleet_view import fleet_view
+    from mlassets.defs.fleet.view import fleet_view
     from mlassets.host.instance import existing_instance
 
     db = home() / "fleet.db"

@@ -154,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         listed = f" ({', '.join(v.version for v in found[:5])})" if found else ""
         raise ConfigError(f"--version: {args.version!r} names {len(found)} data versions of {cfg.dataset.name}"
                           f"{listed}; give its key (mlassets versions lists them), its partition or its commit id")
-    from mlassets.defs.fleet_admission import Refused
+    from mlassets.defs.fleet.admission import Refused
     from mlassets.host.run_lock import AlreadyRunning, AlreadyTrained
 
     try:

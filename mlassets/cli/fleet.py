@@ -35,7 +35,7 @@ def _table(args: argparse.Namespace) -> Any:  # FleetTable
 
 def cmd_status(args: argparse.Namespace) -> int:
     from mlassets.core.fleet.report import format_view
-    from mlassets.defs.fleet_view import fleet_view
+    from mlassets.defs.fleet.view import fleet_view
     from mlassets.host.instance import existing_instance
 
     fleet = _fleet(args)
@@ -176,7 +176,7 @@ def main_kueue_docs(argv: list[str]) -> list[dict]:
 def cmd_dagster_yaml(args: argparse.Namespace) -> int:
     import yaml
 
-    from mlassets.defs.fleet import queue_config
+    from mlassets.defs.fleet.runs import queue_config
 
     print(yaml.safe_dump(queue_config(_fleet(args)), sort_keys=False), end="")
     return 0

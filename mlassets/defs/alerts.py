@@ -11,7 +11,7 @@ import dagster as dg
 
 from mlassets.core import paths
 from mlassets.core.config import PipelineConfig
-from mlassets.defs.fleet import fleet_stop
+from mlassets.defs.fleet.runs import fleet_stop
 from mlassets.defs.jobs import dataset_of_job
 from mlassets.defs.lookup import run_url
 

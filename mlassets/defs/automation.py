@@ -16,7 +16,7 @@ import dagster as dg
 from mlassets.core.config import PipelineConfig
 from mlassets.core.data.raw import WATCHED_BRANCH, raw_repo
 from mlassets.core.data.store import VersionedStore, open_store
-from mlassets.defs.fleet_admission import admit_requests
+from mlassets.defs.fleet.admission import admit_requests
 from mlassets.defs.jobs import (
     DELIVERY_SHA_TAG,
     DELIVERY_TAG,
@@ -52,7 +52,7 @@ def version_tags(cfg: PipelineConfig, version: str, partitions: list[str] | None
 
     store = store or open_store()
     commit = resolve_key(store, cfg, version)
-    from mlassets.defs.fleet import fleet_run_tags
+    from mlassets.defs.fleet.runs import fleet_run_tags
 
     return {**version_run_tags(cfg, commit, store, partitions=partitions), SERIAL_TAG: cfg.dataset.name,
             **fleet_run_tags(cfg)}  # the job spec and its queue priority

@@ -15,23 +15,23 @@ from mlassets.defs import (
     data,
     evaluation,
     features,
+    fleet,
     monitoring,
     ops,
-    preemption,
     registry,
     serving,
     snapshot,
     training,
     tuning,
 )
-from mlassets.defs.fleet import fleet_run_tags
+from mlassets.defs.fleet.runs import fleet_run_tags
 from mlassets.defs.jobs import ingest_job_name, pipeline_job_name
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.partitions import data_versions, raw_partitions
 
 __all__ = ["STAGES", "dataset_defs", "ingest_job_name", "pipeline_job_name", "pipeline_selection"]
 STAGES = (data, snapshot, features, training, evaluation, registry, serving, monitoring, tuning, ops, automation,
-          preemption)
+          fleet)
 
 
 def pipeline_selection(cfg: PipelineConfig, assets: list[dg.AssetsDefinition]) -> list[dg.AssetKey]:

@@ -128,7 +128,7 @@ def mlflow_run_tags(dagster_run_id: str, dataset: str = "", label: str = "") -> 
 
 def tags_for_dagster_run(run: dg.DagsterRun) -> dict[str, str]:
     """``mlflow_run_tags`` from a Dagster run's own tags (set by ``version_run_tags``)."""
-    from mlassets.defs.fleet import recorded_tags
+    from mlassets.defs.fleet.runs import recorded_tags
 
     return {**mlflow_run_tags(run.run_id, run.tags.get(DATASET_TAG, ""), run.tags.get(VERSION_NAME_TAG, "")),
             **recorded_tags(run.tags)}  # the job spec, recorded with the model

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mlassets.core import settings
 from mlassets.core.data.store import VersionedStore, default_backend, open_store
-from mlassets.defs.fleet import grace_s
+from mlassets.defs.fleet.runs import grace_s
 from mlassets.defs.jobs import STOPPED_TAG
 from mlassets.defs.lookup import tags_for_dagster_run
 from mlassets.defs.records import RecordIOManager

@@ -23,7 +23,7 @@ from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.registry.made import Made
 from mlassets.core.train.result import Candidate, CheckpointSet, TrainingResult
 from mlassets.defs.display import json_value, number
-from mlassets.defs.fleet import preempted_failure, training_env, work_run_id
+from mlassets.defs.fleet.runs import preempted_failure, training_env, work_run_id
 from mlassets.defs.jobs import FORCE_TAG, RETRAIN_TAG
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.lookup import active_run_links, mlflow_run_tags, version_metadata

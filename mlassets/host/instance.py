@@ -44,7 +44,7 @@ def dagster_yaml() -> str:
     """The embedded dagster.yaml: with each team's run limit (its GPU quota) from the fleet file (``fleet.yaml``);
     runs carry ``dagster/priority`` from their priority class, which the queue dequeues highest first."""
     from mlassets.core.fleet.config import load_fleet
-    from mlassets.defs.fleet import queue_config
+    from mlassets.defs.fleet.runs import queue_config
 
     try:
         limits = queue_config(load_fleet())["concurrency"]["runs"]["tag_concurrency_limits"]

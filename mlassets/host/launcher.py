@@ -76,7 +76,7 @@ class OnceRunLauncher(DefaultRunLauncher):
                 instance.report_run_canceled(run, f"mlassets: run key {key!r} of {origin} already has run {holder}; "
                                                   "a run key is launched once (not launched)")
                 return
-        from mlassets.defs.fleet_admission import REFUSED_TAG, launch_refusal
+        from mlassets.defs.fleet.admission import REFUSED_TAG, launch_refusal
 
         refusal = launch_refusal(instance, run)  # every training run passes admission, however it was started
         if refusal:

@@ -151,7 +151,7 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     checked, a tag of the run."""
     from mlassets.core.fleet.config import load_fleet
     from mlassets.core.fleet.spec import job_spec
-    from mlassets.defs.fleet_admission import WAITS_TAG, check, waiting
+    from mlassets.defs.fleet.admission import WAITS_TAG, check, waiting
 
     fleet, queued = None, ""
     if cfg.fleet is not None:  # without the section the run is no fleet job
@@ -169,7 +169,7 @@ def run_pipeline(instance: dg.DagsterInstance, cfg: PipelineConfig, key: str, fo
     register(cfg)
     store = open_store()
     commit = resolve_key(store, cfg, key)
-    from mlassets.defs.fleet import fleet_run_tags
+    from mlassets.defs.fleet.runs import fleet_run_tags
 
     tags = {**version_run_tags(cfg, commit, store), **({FORCE_TAG: "budget"} if force else {}),
             **fleet_run_tags(cfg, fleet), **({WAITS_TAG: queued} if queued else {}),  # the spec, its priority

@@ -25,9 +25,9 @@ from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import FLEET_ENV, SHIPPED, load_fleet
 from mlassets.core.fleet.service import fleet_table
 from mlassets.defs.alerts import alerts_log
-from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, RESUME_TAG
-from mlassets.defs.fleet_view import fleet_view
-from mlassets.defs.leases import watch_leases
+from mlassets.defs.fleet.leases import watch_leases
+from mlassets.defs.fleet.runs import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, RESUME_TAG
+from mlassets.defs.fleet.view import fleet_view
 from mlassets.host.instance import get_instance
 from mlassets.host.runs import ingest
 from tests.daemon_wait import until

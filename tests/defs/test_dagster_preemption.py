@@ -25,7 +25,7 @@ from mlassets.core.fleet.config import SHIPPED, load_fleet
 from mlassets.core.fleet.spec import JobSpec
 from mlassets.core.registry.made import AGAIN_TAG
 from mlassets.defs.alerts import alerts_log
-from mlassets.defs.fleet import PREEMPTED_TAG, RESUME_TAG
+from mlassets.defs.fleet.runs import PREEMPTED_TAG, RESUME_TAG
 from mlassets.examples.sales import write_example
 from mlassets.host.code_server import LOCATION
 from mlassets.host.instance import get_instance

@@ -22,7 +22,7 @@ from mlassets.core.data.store import open_store
 from mlassets.core.fleet.config import SHIPPED, load_fleet
 from mlassets.core.fleet.spec import JobSpec
 from mlassets.defs.automation import automation
-from mlassets.defs.fleet_admission import REFUSED_TAG, waiting
+from mlassets.defs.fleet.admission import REFUSED_TAG, waiting
 from mlassets.defs.keys import DatasetKeys
 from mlassets.defs.resources import StoreResource
 from mlassets.examples.sales import write_example

@@ -15,8 +15,8 @@ from mlassets.core.config.load import shipped_configs
 from mlassets.core.fleet.config import SHIPPED, load_fleet
 from mlassets.core.fleet.spec import from_tags, job_spec
 from mlassets.defs import lookup
-from mlassets.defs.fleet import fleet_run_tags, queue_config
-from mlassets.defs.fleet_admission import admit_requests
+from mlassets.defs.fleet.admission import admit_requests
+from mlassets.defs.fleet.runs import fleet_run_tags, queue_config
 
 
 def test_a_run_carries_its_spec_and_priority_and_mlflow_records_them() -> None:

@@ -21,9 +21,9 @@ from mlassets.core.fleet.config import load_fleet
 from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.fleet.service import fleet_table, submit
 from mlassets.core.fleet.spec import JobSpec
-from mlassets.defs.fleet import OVERRUN_TAG, PREEMPTED_TAG, RESUME_TAG, preempted_failure
-from mlassets.defs.fleet_admission import WAITS_TAG
-from mlassets.defs.fleet_view import attempt
+from mlassets.defs.fleet.admission import WAITS_TAG
+from mlassets.defs.fleet.runs import OVERRUN_TAG, PREEMPTED_TAG, RESUME_TAG, preempted_failure
+from mlassets.defs.fleet.view import attempt
 from mlassets.host.instance import get_instance
 from mlassets.host.run_origin import job_origin
 

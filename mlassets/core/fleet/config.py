@@ -45,7 +45,7 @@ class PriorityClass:
 class Lease:
     seconds: float = 1800.0  # a lease lasts this long after its last renewal
     heartbeat_s: float = 30.0  # how often each rank renews it (and how often the scheduler ticks)
-    startup_s: float = 300.0  # a started job has this long to reach its first step before heartbeats count
+    startup_s: float = 300.0  # until a rank reaches its first step, the lease lasts this long (imports, data loading)
 
 
 @dataclass(frozen=True)

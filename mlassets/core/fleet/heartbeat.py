@@ -2,7 +2,8 @@
 of the last checkpoint) every ``heartbeat_s``. A frozen rank (SIGSTOP, a hung kernel) stops beating, and the
 scheduler takes its lease away. Started only when the fleet launched the process (``MLASSETS_FLEET_JOB``): a job of
 ``mlassets fleet serve`` (its id) or the training step of a Dagster run (``dagster:<run id>``, whose lease the
-preemption sensor watches, ``mlassets.defs.leases``)."""
+fleet sensor watches, ``mlassets.defs.fleet.leases``); when a lease has lapsed is
+``mlassets.core.fleet.policy.lease_lapsed``."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import atexit
 import os
 import signal
 import threading
-from typing import Any
 
-from mlassets.core.fleet.config import Lease
 from mlassets.core.fleet.table import FleetTable
 
 DB_ENV, JOB_ENV, EVERY_ENV = "MLASSETS_FLEET_DB", "MLASSETS_FLEET_JOB", "MLASSETS_FLEET_HEARTBEAT_S"
@@ -66,16 +65,6 @@ def start_from_env() -> Heartbeat | None:
 def run_lease(run_id: str) -> str:
     """The lease key of a Dagster run's training ranks."""
     return f"dagster:{run_id}"
-
-
-def lapsed_for(beats: list[dict[str, Any]], lease: Lease, now: float) -> float | None:
-    """Seconds since the oldest rank's last heartbeat when that is past the lease (``startup_s`` until some rank
-    has reached a step: imports and data loading may hold the GIL), else None. No heartbeat: nothing to judge."""
-    if not beats:
-        return None
-    age = now - min(b["time"] for b in beats)
-    limit = lease.seconds if any(b["step"] > 0 for b in beats) else max(lease.seconds, lease.startup_s)
-    return age if age > limit else None
 
 
 def kill_ranks(table: FleetTable, key: int | str) -> list[int]:

@@ -20,6 +20,7 @@ import time
 
 from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import Lease
+from mlassets.core.fleet.policy import lease_lapsed
 from mlassets.core.fleet.table import FleetTable
 
 LEASE_LOST_EXIT = 75  # EX_TEMPFAIL: the pod's ranks lost their lease; a new attempt resumes from the checkpoint
@@ -44,7 +45,7 @@ def guard(command: list[str], lease: Lease, db: str, job: str) -> int:
                 return code if code >= 0 else 128 - code
             except subprocess.TimeoutExpired:
                 pass
-            lapsed = hb.lapsed_for(table.heartbeats(job), lease, time.time())
+            lapsed = lease_lapsed(lease, table.heartbeats(job), time.time())
             if lapsed is not None:
                 _kill_group(child)
                 print(f"lease lost: no heartbeat for {lapsed:.0f} s (lease {lease.seconds:g} s); the ranks are "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlassets.core.fleet.config import FleetConfig
-from mlassets.core.fleet.policy import may_preempt, victim_order
+from mlassets.core.fleet.policy import Running, choose_victims
 from mlassets.core.fleet.table import ACTIVE
 
 
@@ -50,19 +50,14 @@ def open_pools(fleet: FleetConfig, job: dict[str, Any], jobs: list[dict[str, Any
 def victims(fleet: FleetConfig, job: dict[str, Any], jobs: list[dict[str, Any]], free: dict[str, int]
             ) -> tuple[str, list[dict[str, Any]]] | None:
     """The pool and the fewest running jobs to preempt there for ``job``: preemptible, of a class its class may
-    preempt, lowest priority first, then the most recently started (it has the least to lose)."""
+    preempt, lowest priority first, then the most recently started (``mlassets.core.fleet.policy.choose_victims``)."""
     for pool in open_pools(fleet, job, jobs):
-        stoppable = sorted((j for j in jobs if j["state"] == "running" and j["pool"] == pool
-                            and may_preempt(fleet, job["priority"], j["priority"], bool(j["preemptible"]))),
-                           key=lambda j: victim_order(j["priority_value"], j["started"]))
-        chosen, gained = [], free[pool] + sum(j["gpus"] for j in jobs if j["state"] == "stopping" and j["pool"] == pool)
-        for j in stoppable:
-            if gained >= job["gpus"]:
-                break
-            chosen.append(j)
-            gained += j["gpus"]
-        if gained >= job["gpus"]:
-            return pool, chosen
+        running = [Running(j, j["priority"], j["priority_value"], bool(j["preemptible"]), j["started"], j["gpus"])
+                   for j in jobs if j["state"] == "running" and j["pool"] == pool]
+        freeing = free[pool] + sum(j["gpus"] for j in jobs if j["state"] == "stopping" and j["pool"] == pool)
+        chosen = choose_victims(fleet, job["priority"], running, job["gpus"], freeing)
+        if chosen is not None:
+            return pool, [r.key for r in chosen]
     return None
 
 

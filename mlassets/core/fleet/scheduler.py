@@ -18,7 +18,17 @@ from typing import Any
 from mlassets.core.fleet import heartbeat as hb
 from mlassets.core.fleet.config import FleetConfig
 from mlassets.core.fleet.placement import free_gpus, open_pools, queue_order, team_gpus, victims, waiting_reason
-from mlassets.core.fleet.policy import STOP, WARN, overrun
+from mlassets.core.fleet.policy import (
+    LEASE_LOST,
+    OVERRUN,
+    PREEMPTED,
+    REQUEUED,
+    STOP,
+    WARN,
+    lease_lapsed,
+    lost_steps,
+    overrun,
+)
 from mlassets.core.fleet.table import FleetTable
 
 PREEMPTED_EXIT = 76  # mlassets.core.train.outcome.PREEMPTED_EXIT (not imported: core.fleet imports no stage)
@@ -45,15 +55,13 @@ class Scheduler:
             self._ended(job, code, now)
             return
         beats = self.table.heartbeats(job["id"])
-        last = min((b["time"] for b in beats), default=job["started"])
-        # start-up (imports that hold the GIL, data loading) until its first step, at most lease.startup_s
-        starting = not any(b["step"] > 0 for b in beats) and now - job["started"] <= self.fleet.lease.startup_s
-        if job["state"] == "running" and not starting and now - last > self.fleet.lease.seconds:
-            lost = max((b["step"] - b["checkpoint_step"] for b in beats), default=0)
+        lapsed = lease_lapsed(self.fleet.lease, beats, now, job["started"])
+        if job["state"] == "running" and lapsed is not None:
+            lost = lost_steps(beats) or 0
             self._kill(job)
-            self._release(job, now, "queued", f"lease lost: no heartbeat for {now - last:.0f} s (lease "
+            self._release(job, now, "queued", f"lease lost: no heartbeat for {lapsed:.0f} s (lease "
                           f"{self.fleet.lease.seconds:g} s); requeued to resume from its last checkpoint")
-            self.table.event(job["id"], "lease-lost", f"no heartbeat for {now - last:.0f} s", lost, now)
+            self.table.event(job["id"], LEASE_LOST, f"no heartbeat for {lapsed:.0f} s", lost, now)
         elif job["state"] == "stopping" and now > job["stop_deadline"]:
             self._kill(job)  # past the grace period: what it had not saved is lost
         elif job["state"] == "running":
@@ -63,7 +71,7 @@ class Scheduler:
         ran_min = (now - job["started"]) / 60
         verdict = overrun(self.fleet, job["expected_minutes"], ran_min, bool(job["warned"]))
         if verdict == STOP:
-            self._stop(job, now, "overrun", f"ran {ran_min:.1f} min, {self.fleet.overrun_factor:g}x its expected "
+            self._stop(job, now, OVERRUN, f"ran {ran_min:.1f} min, {self.fleet.overrun_factor:g}x its expected "
                                             f"{job['expected_minutes']:g} min")
         elif verdict == WARN:
             self.table.update(job["id"], warned=1)
@@ -75,9 +83,9 @@ class Scheduler:
         beats = self.table.heartbeats(job["id"])
         saved = _preempted_at(job["out_dir"])  # written by ranks that checkpointed and exited as preempted
         if job["state"] == "stopping" or code == PREEMPTED_EXIT or saved is not None:
-            lost = 0 if saved is not None else max((b["step"] - b["checkpoint_step"] for b in beats), default=0)
-            kind = job["stop_kind"] or "preempted"
-            requeue = kind != "overrun"
+            lost = 0 if saved is not None else lost_steps(beats) or 0
+            kind = job["stop_kind"] or PREEMPTED
+            requeue = kind in REQUEUED
             self._release(job, now, "queued" if requeue else "stopped",
                           f"{kind}; " + ("requeued to resume from its checkpoint" if requeue else "stopped"))
             # torchrun ends 1 when its ranks end 76: the ranks' status is the one that says what happened
@@ -136,7 +144,7 @@ class Scheduler:
             found = victims(self.fleet, job, jobs, free)
             if found is not None and found[1]:
                 for victim in found[1]:
-                    self._stop(victim, now, "preempted", f"preempted by job {job['id']} ({job['priority']})")
+                    self._stop(victim, now, PREEMPTED, f"preempted by job {job['id']} ({job['priority']})")
                 jobs = self.table.jobs()
                 self.table.update(job["id"], reason=f"waits for {found[0]} GPUs being freed by "
                                   f"preempting job(s) {', '.join(str(v['id']) for v in found[1])}")

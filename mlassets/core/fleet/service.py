@@ -1,6 +1,6 @@
 """Submitting a job (admission, then the queue) and reading the fleet's state: what ``mlassets fleet`` and the
 dashboard's fleet page show, from the lease table and the job-like rows of the Dagster runs that carry a job spec
-(made by ``mlassets.defs.fleet_view``: core never reads Dagster)."""
+(made by ``mlassets.defs.fleet.view``: core never reads Dagster)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def submit(table: FleetTable, fleet: FleetConfig, name: str, spec: JobSpec, comm
 @dataclass(frozen=True)
 class FleetView:
     """Every job of the fleet: the lease table's (``mlassets fleet serve``; ``ref`` "job 3") and the job-like rows of
-    Dagster runs that carry a job spec (``mlassets.defs.fleet_view``; ``ref`` "dagster run 1a2b3c4d"); each row says
+    Dagster runs that carry a job spec (``mlassets.defs.fleet.view``; ``ref`` "dagster run 1a2b3c4d"); each row says
     its ``origin``."""
     queue: list[dict[str, Any]]  # position, ref, id, origin, name, team, priority, gpus, reason
     leases: list[dict[str, Any]]  # ref, id, name, team, pool, gpus, last heartbeat age per rank, step, checkpoint step

@@ -1,4 +1,4 @@
-"""Leases of Dagster runs, watched by the fleet preemption sensor (``mlassets.defs.preemption``). A running run's
+"""Leases of Dagster runs, watched by the fleet preemption sensor (``mlassets.defs.fleet.preemption``). A running run's
 training ranks renew a lease keyed by the run (``dagster:<run id>`` in the home's ``fleet.db``, the heartbeat writer
 of ``mlassets fleet serve`` jobs, ``mlassets.core.fleet.heartbeat``). Dagster has no notion of a lease, so:
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import dagster as dg
 
-from mlassets.core.fleet.policy import STOP, WARN, overrun
-from mlassets.defs.fleet import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, fleet_stop, run_spec
+from mlassets.core.fleet.policy import STOP, WARN, lease_lapsed, overrun
+from mlassets.defs.fleet.runs import LEASE_LOST_TAG, OVERRUN_TAG, OVERRUN_WARNED_TAG, fleet_stop, run_spec
 
 
 def _stop(instance: dg.DagsterInstance, run: dg.DagsterRun, tag: str, why: str, grace_s: float) -> None:
@@ -43,7 +43,7 @@ def watch_leases(instance: dg.DagsterInstance, fleet: Any, job_name: str, now: f
     for run in instance.get_runs(dg.RunsFilter(job_name=job_name, statuses=[dg.DagsterRunStatus.STARTED])):
         if fleet_stop(run):
             continue  # being stopped already
-        lapsed = hb.lapsed_for(table.heartbeats(hb.run_lease(run.run_id)), fleet.lease, now) if table else None
+        lapsed = lease_lapsed(fleet.lease, table.heartbeats(hb.run_lease(run.run_id)), now) if table else None
         if lapsed is not None:
             why = f"lease lost: no heartbeat for {lapsed:.0f} s (lease {fleet.lease.seconds:g} s); requeued to " \
                   "resume from its last checkpoint"

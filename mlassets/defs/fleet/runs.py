@@ -9,6 +9,7 @@ from typing import Any
 
 from mlassets.core.config import ConfigError, PipelineConfig
 from mlassets.core.fleet.config import FleetConfig, load_fleet
+from mlassets.core.fleet.policy import LEASE_LOST, OVERRUN, PREEMPTED, REQUEUED, lost_steps
 from mlassets.core.fleet.spec import PRIORITY_TAG, TAG, TEAM_TAG, JobSpec, from_tags, job_spec
 
 
@@ -54,8 +55,8 @@ LEASE_LOST_TAG = "mlassets/lease_lost"  # a run whose training ranks stopped ren
 OVERRUN_TAG = "mlassets/overrun"  # a run stopped past overrun_factor x its expected runtime (canceled, not requeued)
 OVERRUN_WARNED_TAG = "mlassets/overrun_warned"  # a run past its expected runtime, warned once
 STOP_TAGS = (PREEMPTED_TAG, LEASE_LOST_TAG, OVERRUN_TAG)  # stopped by the fleet on purpose: not a failure
-STOP_KINDS = {PREEMPTED_TAG: "preempted", LEASE_LOST_TAG: "lease-lost", OVERRUN_TAG: "overrun"}  # fleet serve's names
-REQUEUE_TAGS = (PREEMPTED_TAG, LEASE_LOST_TAG)  # stopped and requeued to resume from the last checkpoint
+STOP_KINDS = {PREEMPTED_TAG: PREEMPTED, LEASE_LOST_TAG: LEASE_LOST, OVERRUN_TAG: OVERRUN}  # fleet serve's names
+REQUEUE_TAGS = tuple(t for t, kind in STOP_KINDS.items() if kind in REQUEUED)  # resumed from the last checkpoint
 RESUME_TAG = "mlassets/resume_of"  # a requeued run: the preempted run whose working area (checkpoints) it resumes
 
 
@@ -118,7 +119,7 @@ def preempted_failure(instance: Any, run_id: str, out_dir: Any) -> Any:
     killed = hb.kill_ranks(table, lease)
     step = getattr(read_outcome(out_dir), "step", None)  # preempted: the step whose checkpoint is written
     written = f"its checkpoint of step {step} is written" if step is not None else "no checkpoint was written"
-    lost = 0 if step is not None else max((b["step"] - b["checkpoint_step"] for b in beats), default=None)
+    lost = 0 if step is not None else lost_steps(beats)
     if lost is not None:
         table.event(lease, stop_kind(run), f"{why}: {written}", lost)
     then = "a requeued run resumes" if any(run.tags.get(t) for t in REQUEUE_TAGS) else "not requeued"

@@ -20,8 +20,8 @@ from mlassets.core.fleet.heartbeat import run_lease
 from mlassets.core.fleet.policy import GPU_POOL
 from mlassets.core.fleet.service import FleetView, ref, view
 from mlassets.core.fleet.table import FleetTable
-from mlassets.defs.fleet import RESUME_TAG, fleet_stop, stop_kind
-from mlassets.defs.fleet_admission import REFUSED_TAG, WAITS_TAG, run_row, spec_records
+from mlassets.defs.fleet.admission import REFUSED_TAG, WAITS_TAG, run_row, spec_records
+from mlassets.defs.fleet.runs import RESUME_TAG, fleet_stop, stop_kind
 
 _ENDED = {dg.DagsterRunStatus.SUCCESS: "done", dg.DagsterRunStatus.FAILURE: "failed"}
 

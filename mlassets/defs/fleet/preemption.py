@@ -3,15 +3,15 @@
 *running* run for a more urgent one, nor starts again a run that was stopped. One sensor per dataset does both:
 
 - an urgent run whose training step waits for a `gpu` slot while every slot is held: the lowest-priority
-  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first: the
-  rules of ``mlassets.core.fleet.policy``, as ``mlassets fleet serve`` applies them) is tagged
+  preemptible run holding one (of a class the urgent one's class may preempt; the latest started first:
+  ``mlassets.core.fleet.policy.choose_victims``, as ``mlassets fleet serve`` applies it) is tagged
   ``mlassets/preempted`` and terminated the Dagster way (``run_launcher.terminate``: its Pipes client sends the
   training process SIGINT, which writes its full-state checkpoint and exits as preempted within ``grace_s``); the
   run ends *canceled*, which the failure alert does not report;
 - a preempted run of the dataset that has no requeued run yet: one run request with the same partition and
   ``mlassets/resume_of`` (the training step resumes from the preempted run's checkpoints), submitted by the daemon
   through the instance's queue like any sensor's run;
-- leases and overruns of running runs (``mlassets.defs.leases``): a run whose ranks stopped renewing its lease is
+- leases and overruns of running runs (``mlassets.defs.fleet.leases``): a run whose ranks stopped renewing its lease is
   stopped and requeued the same way.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 import dagster as dg
 
 from mlassets.core.config import ConfigError, PipelineConfig
-from mlassets.core.fleet.policy import GPU_POOL, may_preempt, victim_order
-from mlassets.defs.fleet import (
+from mlassets.core.fleet.policy import GPU_POOL, Running, choose_victims
+from mlassets.defs.fleet.runs import (
     LEASE_LOST_TAG,
     OVERRUN_WARNED_TAG,
     PREEMPTED_TAG,
@@ -57,14 +57,14 @@ def preempt_for_waiting(instance: dg.DagsterInstance, fleet: Any, job_name: str)
         if run is None or run.job_name != job_name or spec is None or spec.priority not in fleet.priority_classes:
             continue
         held = [(r, run_spec(r)) for r in holders.values() if r is not None and r.status in _HOLDING]
-        stoppable = [(r, s) for r, s in held if s is not None and s.priority in fleet.priority_classes
-                     and may_preempt(fleet, spec.priority, s.priority, s.preemptible)]
-        if not stoppable:
+        records = {r.run_id: instance.get_run_record_by_id(r.run_id) for r, _ in held}
+        running = [Running(r, s.priority, fleet.priority_classes[s.priority].value, s.preemptible,
+                           records[r.run_id].start_time if records[r.run_id] else None)
+                   for r, s in held if s is not None and s.priority in fleet.priority_classes]
+        chosen = choose_victims(fleet, spec.priority, running, needed=1, free=0)  # a run holds one slot
+        if not chosen:
             continue
-        records = {r.run_id: instance.get_run_record_by_id(r.run_id) for r, _ in stoppable}
-        victim, _ = min(stoppable, key=lambda rs: victim_order(
-            fleet.priority_classes[rs[1].priority].value,
-            records[rs[0].run_id].start_time if records[rs[0].run_id] else None))
+        victim = chosen[0].key
         why = f"preempted for run {run_id[:8]} ({spec.priority}, team {spec.team})"
         instance.add_run_tags(victim.run_id, {PREEMPTED_TAG: why})
         instance.report_engine_event(f"mlassets: {why}: terminating; its training writes a checkpoint within "
@@ -106,7 +106,7 @@ def automation(cfg: PipelineConfig, keys: DatasetKeys) -> list[dg.SensorDefiniti
                            "are requeued to resume.")
     def fleet_preemption(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         from mlassets.core.fleet.config import load_fleet
-        from mlassets.defs.leases import watch_leases
+        from mlassets.defs.fleet.leases import watch_leases
 
         try:
             fleet = load_fleet()
