@@ -92,7 +92,7 @@ def shoot(shots: dict[str, tuple[str, str]], out: Path) -> None:
                                      headless=True, args=FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         for name, (url, shown) in shots.items():
-            page.goto(url, wait_until="networkidle", timeout=120_000)
+            page.goto(url, wait_until="load", timeout=120_000)  # an SPA that polls never goes idle
             try:
                 page.get_by_text(shown).first.wait_for(state="visible", timeout=120_000)
             except Timeout as exc:

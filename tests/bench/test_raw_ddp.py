@@ -9,6 +9,8 @@ import pytest
 from bench import training
 from bench.checks import WorkFailed
 
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
+
 TINY = {"model": {"hidden": [8], "embedding_dim": 2}, "training": {"epochs": 1, "batch_size": 64}}
 
 

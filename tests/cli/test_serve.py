@@ -12,6 +12,7 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from mlassets.core.registry import promote
 from tests.core.registry import test_promotion as shared
@@ -56,6 +57,7 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
     return out
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 def test_mlassets_serve_answers_on_loopback_and_a_killed_server_restarts_on_the_same_champion(reg: Registry) -> None:
     reg.add(True, True)
     promote.promote(reg.name, "1")

@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import mlflow
+import pytest
 
 from mlassets.core import tracking
+
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
 
 CODE = "from mlassets.core import tracking; print(tracking.configure())"
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import multiprocessing as mp
 from pathlib import Path
 
+import pytest
+
 from mlassets.core.data.ingest import ingest_partition
 from mlassets.core.data.raw import WATCHED_BRANCH, partition_tables, raw_repo, read_table
 from mlassets.core.data.store import Conflict
 from mlassets.core.data.store.local import LocalStore
 from tests.conftest import small_flights
+
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
 
 JAN, FEB = "2013-01", "2013-02"
 

@@ -26,6 +26,8 @@ from tests.conftest import small_flights
 from tests.core.data.store import fake_lakefs
 from tests.core.data.store.conftest import _fake_lakefs_stays_in_spec  # noqa: F401 - the spec check, here too
 
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
+
 JAN, FEB = "2013-01", "2013-02"
 
 

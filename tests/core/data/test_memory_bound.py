@@ -35,6 +35,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 def test_each_stage_holds_far_less_than_the_month(work: Path) -> None:
     month = next((work / "data" / "data").glob("*.parquet"))
     libraries = _peak("")

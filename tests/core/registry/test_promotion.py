@@ -197,6 +197,7 @@ def _racer(barrier, tasks, results, name: str, db: str) -> None:  # noqa: ANN001
             results.put(("error", version, repr(exc)))
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 def test_racing_promotions_end_with_one_champion_and_both_attempts_logged(reg: Registry) -> None:
     reg.add(True, True, True)
     promote.promote(reg.name, "1")

@@ -105,6 +105,7 @@ def _cli(job_path: Path, env: dict[str, str] | None = None) -> subprocess.Comple
                           capture_output=True, text=True, env=env, timeout=120, cwd=job_path.parent)
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 def test_cli_writes_result_and_model(data: tuple[Path, Path], trained: tuple[TrainJob, TrainingResult],
                                      tmp_path: Path) -> None:
     job_path = _job(data, tmp_path / "out").to_json(tmp_path / "job.json")
@@ -117,6 +118,7 @@ def test_cli_writes_result_and_model(data: tuple[Path, Path], trained: tuple[Tra
         "MANIFEST.json", "bundle.json", "weights.pt"]
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 def test_cli_reports_through_dagster_pipes(data: tuple[Path, Path], tmp_path: Path) -> None:
     def encode(value: dict) -> str:
         return base64.b64encode(zlib.compress(json.dumps(value).encode())).decode()
@@ -154,6 +156,7 @@ def test_empty_training_data_is_rejected(data: tuple[Path, Path], tmp_path: Path
         run_training(_job((empty, data[1]), tmp_path), PrintReporter())
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 def test_cli_takes_a_config_file_instead_of_a_job(data: tuple[Path, Path], tmp_path: Path) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_PIPES_")}
     command = [sys.executable, "-m", "mlassets.core.train", "--config", str(CONFIG_DIR / "flights.yaml"),

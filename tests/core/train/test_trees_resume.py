@@ -19,6 +19,8 @@ from mlassets.core.train.outcome import read_outcome
 from mlassets.core.train.reporting import PrintReporter
 from tests.core.train.trees import FAMILIES, SAMPLED, command, kill_after, model_bytes, tree_config, tree_job
 
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
+
 ROUND_MS = 40  # the slow-rank fault: every round takes this much longer (no numbers change), so a kill lands mid-chunk
 
 

@@ -70,6 +70,7 @@ def test_a_streamed_booster_is_close_to_the_in_memory_one_and_scores_what_traini
     assert measured == pytest.approx(stream.val_metric, rel=1e-9)
 
 
+@pytest.mark.e2e  # processes: in `make test`, not `make test-fast`
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_streamed_run_killed_between_checkpoints_ends_with_the_same_booster(family, tmp_path) -> None:
     streamable(tmp_path)

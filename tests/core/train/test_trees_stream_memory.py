@@ -15,6 +15,8 @@ from mlassets.core.train.job import TrainJob
 from mlassets.core.train.synthetic import write_splits
 from tests.core.train.trees import FAMILIES, tree_config
 
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
+
 SIZES = (150_000, 450_000)  # training rows (both past the fixed cost of reading); the same 20,000 validation rows
 STREAMED_BYTES_PER_ROW = 160  # the libraries' state: bins (~1 byte a value), labels, scores, gradients; carried scores
 CHILD = """import sys

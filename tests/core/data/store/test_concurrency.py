@@ -16,6 +16,8 @@ import pytest
 
 from mlassets.core.data.store import Conflict, NotFound, VersionedStore
 
+pytestmark = pytest.mark.e2e  # slow (processes, kills, memory): in `make test`, not `make test-fast`
+
 REPS = 20
 WRITERS = ("w1", "w2")
 
