@@ -105,7 +105,9 @@ def test_a_slow_dependency_of_a_real_endpoint_is_named(reg: Registry, tmp_path: 
     trace_file.unlink(missing_ok=True)
     body = {"rows": json.loads(shared.flights_rows(2, seed=6)[FEATURES].to_json(orient="records"))}
     with running(_slow_dependency(every=5, seconds=0.3)) as dependency:
-        with running(build(reg.name, "flights", poll=False, downstream_url=dependency)) as base:
+        # the dependency's 0.3 s is the cause to find; the default 1 s timeout turned it into a 504 on a loaded host
+        with running(build(reg.name, "flights", poll=False, downstream_url=dependency,
+                           downstream_timeout_ms=10_000.0)) as base:
             with httpx.Client(base_url=base, timeout=30) as client:
                 statuses = [client.post("/predict", json=body).status_code for _ in range(40)]
     assert statuses == [200] * 40
@@ -247,7 +249,8 @@ def test_the_seeds_situation_on_real_traffic_names_batching_and_the_dependency(r
     trace_file.unlink(missing_ok=True)
     body = {"rows": json.loads(shared.flights_rows(2, seed=6)[FEATURES].to_json(orient="records"))}
     with _sleeping_dependency() as dependency:
-        with running(build(reg.name, "flights", poll=False, downstream_url=dependency, batch_wait_ms=55.0)) as base:
+        with running(build(reg.name, "flights", poll=False, downstream_url=dependency, batch_wait_ms=55.0,
+                           downstream_timeout_ms=10_000.0)) as base:
             statuses = _load(base, body, clients=6, each=25, slow_body_every=10)
     assert statuses == [200] * 150
     frame = spans.read_spans(trace_file)
