@@ -39,12 +39,13 @@ TRACE_HEADER = "x-trace-id"
 LOOKUP_THREADS = 8  # feature lookups that may wait on the store at once
 
 
-def forward(champion: Champion) -> Callable[[pd.DataFrame], tuple[Any, int, str]]:
-    """One forward pass of the current champion (read once per pass: a swap never splits a batch)."""
-    def run(frame: pd.DataFrame) -> tuple[Any, int, str]:
+def forward(champion: Champion) -> Callable[[pd.DataFrame | rows.Rows], tuple[Any, int, str]]:
+    """One forward pass of the current champion (read once per pass: a swap never splits a batch); checked rows
+    go to the preprocessing as their column arrays, with no frame built."""
+    def run(frame: pd.DataFrame | rows.Rows) -> tuple[Any, int, str]:
         model = champion.current
         bundle = model.bundle
-        x_cat, x_num = bundle.preprocessor.transform(frame)
+        x_cat, x_num = bundle.preprocessor.transform(frame.columns if isinstance(frame, rows.Rows) else frame)
         preprocessed = time.time_ns()
         out = bundle.forward(x_cat, x_num)
         answer = class_frame(bundle.classes, out) if bundle.task == "multiclass" else out

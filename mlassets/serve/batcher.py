@@ -51,8 +51,9 @@ class _Job:
     future: asyncio.Future = field(repr=False)
 
 
-# run(frame) -> (answer per row, clock point after preprocessing, the model version that answered)
-Runner = Callable[[pd.DataFrame], tuple[Any, int, str]]
+# run(frame) -> (answer per row, clock point after preprocessing, the model version that answered); a pass of
+# requests checked as ``Rows`` gets them joined (``Rows.frame()`` makes the frame, where a runner needs one)
+Runner = Callable[[pd.DataFrame | Rows], tuple[Any, int, str]]
 
 
 class Arrival:
@@ -165,9 +166,10 @@ class Batcher:
         return jobs
 
     def _pass(self, parts: list[pd.DataFrame | Rows]) -> tuple[Any, int, str]:
-        """The jobs' rows as one frame (joined on the worker thread), through the model."""
+        """The jobs' rows joined into one (on the worker thread), through the model."""
+        frame: pd.DataFrame | Rows
         if all(isinstance(p, Rows) for p in parts):
-            frame = Rows.join(parts).frame()
+            frame = Rows.join(parts)  # type: ignore[arg-type] - all Rows, checked
         else:
             frames = [p if isinstance(p, pd.DataFrame) else p.frame() for p in parts]
             frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)

@@ -22,7 +22,8 @@ class Model:
     def __init__(self) -> None:
         self.passes: list[list[float]] = []
 
-    def __call__(self, frame: pd.DataFrame) -> tuple[object, int, str]:
+    def __call__(self, frame: pd.DataFrame | Rows) -> tuple[object, int, str]:
+        frame = frame.frame() if isinstance(frame, Rows) else frame
         if (frame["x"] < 0).any():
             raise ValueError("x < 0")
         self.passes.append(frame["x"].tolist())
@@ -72,12 +73,13 @@ def test_requests_on_their_way_are_waited_for_and_merged_into_one_pass() -> None
 
 
 def test_requests_checked_as_rows_are_joined_column_by_column_into_one_frame() -> None:
-    """The endpoint hands the batcher each request's checked columns (``Rows``); a pass gets one frame of them,
-    in arrival order, with the column types of a frame made at once."""
-    seen: list[pd.DataFrame] = []
+    """The endpoint hands the batcher each request's checked columns (``Rows``); a pass gets them joined column by
+    column (no frame built: the preprocessing reads the arrays), in arrival order, and their frame has the column
+    types of a frame made at once."""
+    seen: list[Rows] = []
     model = Model()
 
-    def run(frame: pd.DataFrame) -> tuple[object, int, str]:
+    def run(frame: Rows) -> tuple[object, int, str]:
         seen.append(frame)
         return model(frame)
 
@@ -95,7 +97,8 @@ def test_requests_checked_as_rows_are_joined_column_by_column_into_one_frame() -
     answers = asyncio.run(_with(batcher, work))
     assert model.passes == [[1.0, 2.0, 3.0]] and [a[0].tolist() for a in answers] == [[2, 4], [6]]
     expected = pd.DataFrame({"x": [1.0, 2.0, 3.0], "c": np.array(["a", None, "b"], dtype=object)})
-    pd.testing.assert_frame_equal(seen[0], expected)
+    assert isinstance(seen[0], Rows) and len(seen[0]) == 3
+    pd.testing.assert_frame_equal(seen[0].frame(), expected)
     pd.testing.assert_frame_equal(parts[0][["c"]], expected[["c"]].iloc[:2])
 
 

@@ -6,13 +6,15 @@ The fitted state is plain JSON (``to_dict``/``from_dict``) so it can ship inside
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 UNKNOWN = 0  # index for unseen or missing categories; real values start at 1
+FEW_ROWS = 64  # up to this many rows (a served request), values are looked up one by one: no factorize's set-up
 
 
 def category_key(value: Any) -> str:
@@ -22,26 +24,35 @@ def category_key(value: Any) -> str:
     return str(value)
 
 
-def _codes(series: pd.Series, vocab: dict[str, int]) -> np.ndarray:
-    """Vocabulary indices for a column: factorize once, look up each distinct value once."""
+Columns: TypeAlias = pd.DataFrame | Mapping[str, np.ndarray]  # a frame, or its columns as arrays (a served batch's)
+
+
+def _codes(series: pd.Series | np.ndarray, vocab: dict[str, int]) -> np.ndarray:
+    """Vocabulary indices for a column: factorize once, look up each distinct value once (a few rows: each value)."""
+    if len(series) <= FEW_ROWS:
+        return np.array([UNKNOWN if pd.isna(v) else vocab.get(category_key(v), UNKNOWN) for v in series.tolist()],
+                        dtype=np.int64)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     table = np.array([vocab.get(category_key(u), UNKNOWN) for u in uniques] + [UNKNOWN], dtype=np.int64)
     return table[codes]  # NaN/None have code -1, which picks the trailing UNKNOWN
 
 
-def numeric_values(series: pd.Series, column: str) -> np.ndarray:
+def numeric_values(series: pd.Series | np.ndarray, column: str) -> np.ndarray:
     """A column as float64 with non-finite values turned into NaN."""
     try:
-        values = pd.to_numeric(series).to_numpy(dtype=np.float64, na_value=np.nan)
+        typed = series if series.dtype.kind in "fiu" else pd.to_numeric(series)  # numbers already: as they are
+        values = typed.to_numpy(dtype=np.float64, na_value=np.nan) if isinstance(typed, pd.Series) \
+            else np.asarray(typed, dtype=np.float64)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"numeric column {column!r} holds non-numeric values: {exc}") from exc
     return np.where(np.isfinite(values), values, np.nan)
 
 
-def _require(df: pd.DataFrame, columns: list[str]) -> None:
+def _require(df: Columns, columns: list[str]) -> None:
+    have = df.columns if isinstance(df, pd.DataFrame) else df.keys()
     for column in columns:
-        if column not in df.columns:
-            raise ValueError(f"missing column {column!r} (have: {', '.join(map(str, df.columns))})")
+        if column not in have:
+            raise ValueError(f"missing column {column!r} (have: {', '.join(map(str, have))})")
 
 
 @dataclass
@@ -79,11 +90,13 @@ class Preprocessor:
         """Embedding table sizes: vocabulary size + 1 for the unknown index."""
         return [len(self.vocab[c]) + 1 for c in self.categorical]
 
-    def transform(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    def transform(self, df: Columns) -> tuple[np.ndarray, np.ndarray]:
         """``(int64 [n, n_cat] category codes, float32 [n, n_num] standardized numerics)``; unseen or missing
-        categories map to 0, missing numerics to the training mean (0 once standardized)."""
-        _require(df, [*self.categorical, *self.numeric])
-        n = len(df)
+        categories map to 0, missing numerics to the training mean (0 once standardized). ``df``: a frame, or its
+        columns as arrays of one length (the endpoint's batch: no frame built for a few rows)."""
+        columns = [*self.categorical, *self.numeric]
+        _require(df, columns)
+        n = len(df) if isinstance(df, pd.DataFrame) else len(df[columns[0]]) if columns else 0
         cat = np.zeros((n, len(self.categorical)), dtype=np.int64)
         for j, column in enumerate(self.categorical):
             cat[:, j] = _codes(df[column], self.vocab[column])

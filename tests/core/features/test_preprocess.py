@@ -85,3 +85,28 @@ def test_from_dict_rejects_incomplete_state() -> None:
     del state["means"]["temp"]
     with pytest.raises(ValueError, match="temp"):
         Preprocessor.from_dict(state)
+
+
+def test_a_few_rows_are_coded_as_many_rows_are() -> None:
+    """Up to ``FEW_ROWS`` rows (a served request) each value is looked up on its own, past it a column is
+    factorized: both give every row the same codes, whatever the column's type and its missing values."""
+    from mlassets.core.features.preprocess import FEW_ROWS
+
+    pre = Preprocessor.fit(_frame(), CAT, NUM)
+    n = FEW_ROWS * 3
+    rng = np.random.default_rng(0)
+    many = pd.DataFrame({
+        "carrier": pd.Series(rng.choice(np.array(["UA", "AA", "DL", "ZZ", None, np.nan], dtype=object), n)),
+        "dep_hour": rng.choice([5.0, 7.0, 23.0, 3.0, np.nan], n),  # floats: 7.0 reads as "7"
+        "distance": pd.array(rng.choice([100, 250, 400], n), dtype="Int64"),  # nullable ints
+        "temp": rng.choice([10.0, np.nan, np.inf, 30.0], n),
+    })
+    many.loc[::7, "distance"] = pd.NA
+    whole = pre.transform(many)
+    for start in range(0, n, 5):  # 5-row requests: the one-by-one path
+        few = pre.transform(many.iloc[start:start + 5].reset_index(drop=True))
+        assert np.array_equal(few[0], whole[0][start:start + 5])
+        assert np.array_equal(few[1], whole[1][start:start + 5])
+    assert {0, 1, 2, 3} <= set(whole[0][:, 0].tolist())  # unknown/missing and each known carrier were seen
+    ints = pre.transform(many.assign(dep_hour=[5, 7, 23, 3] * (n // 4)).head(4))[0][:, 1]
+    assert ints.tolist() == [2, 3, 1, 0]  # ints read as the vocabulary's keys

@@ -70,8 +70,9 @@ class TorchFamily:
         return model.eval()
 
     def predict(self, model: nn.Module, x_cat: np.ndarray, x_num: np.ndarray) -> np.ndarray:
-        model.eval()
-        with torch.no_grad():
+        if model.training:  # loaded in eval mode; a module handed over mid-training is switched once
+            model.eval()
+        with torch.inference_mode():
             return model(torch.from_numpy(x_cat), torch.from_numpy(x_num)).double().numpy()
 
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
