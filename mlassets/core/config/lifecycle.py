@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mlassets.core.config.typed import ConfigError
+from mlassets.core.config.typed import ConfigError, at_least
 
 
 @dataclass(frozen=True)
@@ -72,16 +72,16 @@ class GateConfig:
 
     def check(self) -> None:
         """Each key's range, naming the key and the value (``gate.main_metric`` against the task: ``checks``)."""
-        _at_least({"tolerance": self.tolerance, "slice_max_regression": self.slice_max_regression}, 0)
-        _at_least({"slice_min_rows": self.slice_min_rows, "bootstrap_samples": self.bootstrap_samples}, 1)
+        at_least({"gate.tolerance": self.tolerance, "gate.slice_max_regression": self.slice_max_regression}, 0)
+        at_least({"gate.slice_min_rows": self.slice_min_rows, "gate.bootstrap_samples": self.bootstrap_samples}, 1)
         if not 0 < self.confidence < 1:
             raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {self.confidence!r}")
-        _at_least({"latency_max_regression": self.latency_max_regression}, 0)
+        at_least({"gate.latency_max_regression": self.latency_max_regression}, 0)
         for key in ("absolute_max_metric", "latency_budget_ms", "max_size_mb"):
             if getattr(self, key) is not None and getattr(self, key) <= 0:
                 raise ConfigError(f"gate.{key}: must be > 0, got {getattr(self, key)!r}")
         if self.absolute_min_metric is not None:
-            _at_least({"absolute_min_metric": self.absolute_min_metric}, 0)
+            at_least({"gate.absolute_min_metric": self.absolute_min_metric}, 0)
         if self.main_metric == "accuracy" and (self.absolute_min_metric or 0) > 1:
             raise ConfigError(f"gate.absolute_min_metric: {self.absolute_min_metric!r} is above 1, and accuracy is a "
                               "share of rows (0 to 1)")
@@ -90,12 +90,6 @@ class GateConfig:
         low, high = self.prediction_min, self.prediction_max
         if low is not None and high is not None and low >= high:
             raise ConfigError(f"gate.prediction_min: {low:g} must be below gate.prediction_max {high:g}")
-
-
-def _at_least(values: dict[str, float], minimum: float) -> None:
-    for key, value in values.items():
-        if value < minimum:
-            raise ConfigError(f"gate.{key}: must be >= {minimum:g}, got {value!r}")
 
 
 @dataclass(frozen=True)
