@@ -21,7 +21,7 @@ import torch
 from bench.checks import expect_equal, expect_finite
 from bench.registry import Result, benchmark, toy
 from mlassets.core.config import GateConfig
-from mlassets.core.evaluate.gate_rules import latency_rules
+from mlassets.core.evaluate.gate_budget import judge_latency
 from mlassets.core.evaluate.latency import measure_latency
 from mlassets.core.evaluate.score import latency_sample, measure_models
 from mlassets.core.features.preprocess import Preprocessor
@@ -70,7 +70,7 @@ def latency_gate_flips() -> Result:
                 before.append(p99 <= budget)
                 perf = measure_models(bundles, dirs, rows)["candidate"]
                 medians.append(perf["single_median_ms"])
-                after.append(all(r.passed for r in latency_rules(gate, perf, 0.95)))
+                after.append(all(r.passed for r in judge_latency(gate, perf, 0.95)))
         finally:
             hog.kill()
             hog.wait()

@@ -1,7 +1,9 @@
 """Every cross-field rule of a pipeline config, checked at load: each failure names the key path and the value.
 
-Types, unknown keys and finite numbers are checked while the YAML is read (``typed``); what needs more than
-one field, or a range, is here, so that nothing is found wrong after an asset has run.
+Types, unknown keys and finite numbers are checked while the YAML is read (``typed``), and so are the ranges of
+the sections that check their own fields as they are built (``GateConfig``, ``TrainingConfig``, ``AutomationConfig``);
+what reads more than one section, and the dataset, features and model sections' rules, are here, so that nothing is
+found wrong after an asset has run.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from mlassets.core.config.automation import check_automation
 from mlassets.core.config.model import check_model
 from mlassets.core.config.schema import ColumnSpec, DatasetConfig, PipelineConfig
 from mlassets.core.config.serving import check_serving
-from mlassets.core.config.typed import ConfigError
+from mlassets.core.config.typed import ConfigError, at_least
 from mlassets.core.metric_defs import TASK_METRICS
 
 # What MLflow accepts as a registered model name, a little stricter: no '/', ':' or path-like names.
@@ -32,12 +34,6 @@ _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 TASK_LOSSES = {"regression": ("auto", "l1", "mse", "huber"), "binary": ("auto", "bce"),
                "multiclass": ("auto", "cross_entropy")}
 MIN_MEMORY_BUDGET_MB = 64  # below this the libraries' own buffers are the budget
-
-
-def _at_least(values: dict[str, float], minimum: float) -> None:
-    for key, value in values.items():
-        if value < minimum:
-            raise ConfigError(f"{key}: must be >= {minimum:g}, got {value!r}")
 
 
 def partition_pattern(pattern: str) -> re.Pattern[str]:
@@ -134,8 +130,8 @@ def _dataset(cfg: PipelineConfig) -> None:
     if not 0 < ds.sample_fraction <= 1:
         raise ConfigError(f"dataset.sample_fraction: must be in (0, 1], got {ds.sample_fraction}")
     if ds.min_rows is not None:
-        _at_least({"dataset.min_rows": ds.min_rows}, 1)
-    _at_least({"dataset.memory_budget_mb": ds.memory_budget_mb}, MIN_MEMORY_BUDGET_MB)
+        at_least({"dataset.min_rows": ds.min_rows}, 1)
+    at_least({"dataset.memory_budget_mb": ds.memory_budget_mb}, MIN_MEMORY_BUDGET_MB)
 
 
 def _source(ds: DatasetConfig) -> None:
@@ -170,8 +166,8 @@ def _features(cfg: PipelineConfig) -> None:
         raise ConfigError(f"features: column {overlap[0]!r} is both categorical and numeric")
     if not feats.categorical and not feats.numeric:
         raise ConfigError("features: no categorical and no numeric features")
-    _at_least({"features.holdout_days": feats.holdout_days, "features.validation_days": feats.validation_days,
-               "features.train_window_months": feats.train_window_months}, 1)
+    at_least({"features.holdout_days": feats.holdout_days, "features.validation_days": feats.validation_days,
+              "features.train_window_months": feats.train_window_months}, 1)
     if feats.split == "time" and not ds.time_column:
         raise ConfigError("features.split: 'time' needs dataset.time_column; without one, use split: hash")
     fractions = {"validation_fraction": feats.validation_fraction, "holdout_fraction": feats.holdout_fraction}
@@ -188,7 +184,7 @@ def _features(cfg: PipelineConfig) -> None:
 
 
 def _model_and_training(cfg: PipelineConfig) -> None:
-    model, tr, task = cfg.model, cfg.training, cfg.dataset.task
+    model, tr, task = cfg.model, cfg.training, cfg.dataset.task  # training's own ranges: TrainingConfig
     if not _MODEL_NAME.fullmatch(model.registered_name):
         raise ConfigError(f"model.registered_name: {model.registered_name!r} is not a name MLflow's registry takes "
                           "(letters, digits, '_', '.' and '-', starting with a letter or digit; no '/' or ':')")
@@ -199,53 +195,19 @@ def _model_and_training(cfg: PipelineConfig) -> None:
         raise ConfigError("model.output_min / output_max: a binary model's outputs are probabilities already")
     if not 0 <= model.dropout < 1:
         raise ConfigError(f"model.dropout: must be in [0, 1), got {model.dropout}")
-    _at_least({"model.embedding_dim": model.embedding_dim,
-               **{f"model.hidden[{i}]": h for i, h in enumerate(model.hidden)}}, 1)
+    at_least({"model.embedding_dim": model.embedding_dim,
+              **{f"model.hidden[{i}]": h for i, h in enumerate(model.hidden)}}, 1)
     if tr.loss not in TASK_LOSSES[task]:
         raise ConfigError(f"training.loss: {tr.loss!r} does not fit dataset.task {task!r}; use "
                           f"{', '.join(TASK_LOSSES[task][1:])} (or auto)")
-    _at_least({"training.epochs": tr.epochs, "training.batch_size": tr.batch_size, "training.threads": tr.threads,
-               "training.nproc": tr.nproc, "training.keep_last": tr.keep_last,
-               "training.stream_window_rows": tr.stream_window_rows,
-               "training.collective_timeout_s": tr.collective_timeout_s}, 1)
-    _at_least({"training.checkpoint_every_steps": tr.checkpoint_every_steps,
-               "training.checkpoint_every_minutes": tr.checkpoint_every_minutes,
-               "training.telemetry_every_steps": tr.telemetry_every_steps, "training.retries": tr.retries,
-               "training.budget_hours": tr.budget_hours,
-               "training.weight_decay": tr.weight_decay}, 0)
-    if tr.lr <= 0:
-        raise ConfigError(f"training.lr: must be > 0, got {tr.lr!r}")
-    if tr.batch_size < tr.nproc:
-        raise ConfigError(f"training.batch_size: {tr.batch_size} is the global batch; it must hold at least one "
-                          f"row per rank (training.nproc {tr.nproc})")
-    for key in ("slow_rank", "crash_rank", "slow_input_rank"):  # a rank number, or -1 (torchrun may run more ranks)
-        _at_least({f"training.faults.{key}": getattr(tr.faults, key, -1)}, -1)
 
 
 def _gate(cfg: PipelineConfig) -> None:
+    """``gate.main_metric`` against ``dataset.task``; each gate key's own range is checked by ``GateConfig``."""
     gate, task = cfg.gate, cfg.dataset.task
     if gate.main_metric not in TASK_METRICS[task]:
         raise ConfigError(f"gate.main_metric: {gate.main_metric!r} does not fit dataset.task {task!r}; use "
                           f"{' or '.join(TASK_METRICS[task])}")
-    _at_least({"gate.tolerance": gate.tolerance, "gate.slice_max_regression": gate.slice_max_regression}, 0)
-    _at_least({"gate.slice_min_rows": gate.slice_min_rows, "gate.bootstrap_samples": gate.bootstrap_samples}, 1)
-    if not 0 < gate.confidence < 1:
-        raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {gate.confidence!r}")
-    _at_least({"gate.latency_max_regression": gate.latency_max_regression}, 0)
-    for key in ("absolute_max_metric", "latency_budget_ms", "max_size_mb"):
-        if getattr(gate, key) is not None and getattr(gate, key) <= 0:
-            raise ConfigError(f"gate.{key}: must be > 0, got {getattr(gate, key)!r}")
-    if gate.absolute_min_metric is not None:
-        _at_least({"gate.absolute_min_metric": gate.absolute_min_metric}, 0)
-    if gate.main_metric == "accuracy" and (gate.absolute_min_metric or 0) > 1:
-        raise ConfigError(f"gate.absolute_min_metric: {gate.absolute_min_metric!r} is above 1, and accuracy is a "
-                          "share of rows (0 to 1)")
-    if not 0 <= gate.calibration_max_ece <= 1:
-        raise ConfigError(f"gate.calibration_max_ece: must be in [0, 1], got {gate.calibration_max_ece!r}")
-    low, high = gate.prediction_min, gate.prediction_max
-    if low is not None and high is not None and low >= high:
-        raise ConfigError(f"gate.prediction_min: {gate.prediction_min:g} must be below gate.prediction_max "
-                          f"{gate.prediction_max:g}")
 
 
 def check(cfg: PipelineConfig) -> None:

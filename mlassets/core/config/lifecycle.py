@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mlassets.core.config.typed import ConfigError
+from mlassets.core.config.typed import ConfigError, at_least
 
 
 @dataclass(frozen=True)
@@ -62,13 +62,34 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         old = self.latency_p99_ms
-        if old is None:
-            return
-        if self.latency_budget_ms not in (old, 50.0):
-            raise ConfigError(f"gate.latency_p99_ms: {old!r} is the former name of gate.latency_budget_ms "
-                              f"({self.latency_budget_ms!r} given too); keep gate.latency_budget_ms only")
-        object.__setattr__(self, "latency_budget_ms", float(old))  # frozen: the value moves to the new name
-        object.__setattr__(self, "latency_p99_ms", None)
+        if old is not None:
+            if self.latency_budget_ms not in (old, 50.0):
+                raise ConfigError(f"gate.latency_p99_ms: {old!r} is the former name of gate.latency_budget_ms "
+                                  f"({self.latency_budget_ms!r} given too); keep gate.latency_budget_ms only")
+            object.__setattr__(self, "latency_budget_ms", float(old))  # frozen: the value moves to the new name
+            object.__setattr__(self, "latency_p99_ms", None)
+        self.check()
+
+    def check(self) -> None:
+        """Each key's range, naming the key and the value (``gate.main_metric`` against the task: ``checks``)."""
+        at_least({"gate.tolerance": self.tolerance, "gate.slice_max_regression": self.slice_max_regression}, 0)
+        at_least({"gate.slice_min_rows": self.slice_min_rows, "gate.bootstrap_samples": self.bootstrap_samples}, 1)
+        if not 0 < self.confidence < 1:
+            raise ConfigError(f"gate.confidence: must be between 0 and 1 (e.g. 0.95), got {self.confidence!r}")
+        at_least({"gate.latency_max_regression": self.latency_max_regression}, 0)
+        for key in ("absolute_max_metric", "latency_budget_ms", "max_size_mb"):
+            if getattr(self, key) is not None and getattr(self, key) <= 0:
+                raise ConfigError(f"gate.{key}: must be > 0, got {getattr(self, key)!r}")
+        if self.absolute_min_metric is not None:
+            at_least({"gate.absolute_min_metric": self.absolute_min_metric}, 0)
+        if self.main_metric == "accuracy" and (self.absolute_min_metric or 0) > 1:
+            raise ConfigError(f"gate.absolute_min_metric: {self.absolute_min_metric!r} is above 1, and accuracy is a "
+                              "share of rows (0 to 1)")
+        if not 0 <= self.calibration_max_ece <= 1:
+            raise ConfigError(f"gate.calibration_max_ece: must be in [0, 1], got {self.calibration_max_ece!r}")
+        low, high = self.prediction_min, self.prediction_max
+        if low is not None and high is not None and low >= high:
+            raise ConfigError(f"gate.prediction_min: {low:g} must be below gate.prediction_max {high:g}")
 
 
 @dataclass(frozen=True)

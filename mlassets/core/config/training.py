@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mlassets.core.config.typed import ConfigError
+from mlassets.core.config.typed import ConfigError, at_least
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,10 @@ class FaultConfig:
     """The slow input rank's wait per batch fetch."""
     slow_checkpoint_ms: float = 0.0
     """Added to every checkpoint write (a slow disk or object store)."""
+
+    def __post_init__(self) -> None:
+        for key in ("slow_rank", "crash_rank", "slow_input_rank"):  # a rank number, or -1 (torchrun may run more)
+            at_least({f"training.faults.{key}": getattr(self, key)}, -1)
 
 
 @dataclass(frozen=True)
@@ -113,3 +117,19 @@ class TrainingConfig:
     budget_hours: float = 24.0
     """A run expected to take longer (steps x the step time measured on its first steps) stops there, naming the
     cost; `mlassets run --force` trains anyway; 0: no budget."""
+
+    def __post_init__(self) -> None:
+        """Each key's range, naming the key and the value (``training.loss`` against the task: ``checks``)."""
+        at_least({"training.epochs": self.epochs, "training.batch_size": self.batch_size,
+                  "training.threads": self.threads, "training.nproc": self.nproc, "training.keep_last": self.keep_last,
+                  "training.stream_window_rows": self.stream_window_rows,
+                  "training.collective_timeout_s": self.collective_timeout_s}, 1)
+        at_least({"training.checkpoint_every_steps": self.checkpoint_every_steps,
+                  "training.checkpoint_every_minutes": self.checkpoint_every_minutes,
+                  "training.telemetry_every_steps": self.telemetry_every_steps, "training.retries": self.retries,
+                  "training.budget_hours": self.budget_hours, "training.weight_decay": self.weight_decay}, 0)
+        if self.lr <= 0:
+            raise ConfigError(f"training.lr: must be > 0, got {self.lr!r}")
+        if self.batch_size < self.nproc:
+            raise ConfigError(f"training.batch_size: {self.batch_size} is the global batch; it must hold at least one "
+                              f"row per rank (training.nproc {self.nproc})")

@@ -13,6 +13,13 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown or of the wrong type."""
 
 
+def at_least(values: dict[str, float], minimum: float) -> None:
+    """Each value (by its key path) at least ``minimum``; else ``ConfigError`` naming the key and the value."""
+    for key, value in values.items():
+        if value < minimum:
+            raise ConfigError(f"{key}: must be >= {minimum:g}, got {value!r}")
+
+
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

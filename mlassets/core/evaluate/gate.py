@@ -1,6 +1,8 @@
 """The promotion gate: may a candidate model replace the champion? It reads the evaluation record only.
 
-Every rule is reported with its value, its limit and whether it passed, so a rejection always says why:
+Every rule is reported with its value, its limit and whether it passed, so a rejection always says why. Each is
+registered once, in ``RULES``, with the names of its results, the ``GateConfig`` keys that set its limits and the
+function that judges it (``gate_rules``, ``gate_budget``):
 
 * ``sanity_finite`` / ``sanity_range``: predictions are finite and inside the configured range (multiclass: every
   class probability finite and in [0, 1]; ``sanity_sum``: each row's probabilities sum to 1);
@@ -29,23 +31,54 @@ Every rule is reported with its value, its limit and whether it passed, so a rej
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mlassets.core.config import GateConfig
+from mlassets.core.evaluate.gate_budget import calibration_rules, latency_rules, size_rules
 from mlassets.core.evaluate.gate_rules import (
     RuleResult,
     UnjudgedSlice,
-    budget_rules,
-    main_rule,
+    judged_slices,
+    main_rules,
     sanity_rules,
     slice_rules,
     summarize_unjudged,
-    unjudged_rule,
+    unjudged_rules,
 )
 from mlassets.core.evaluate.record import Evaluation
 from mlassets.core.records import Record
 
-__all__ = ["GateResult", "RuleResult", "UnjudgedSlice", "evaluate_gate"]
+__all__ = ["GENERAL_KEYS", "RULES", "GateResult", "GateRule", "RuleResult", "UnjudgedSlice", "evaluate_gate"]
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """One rule of the gate, registered once: the names its results carry (``slice`` for ``slice <col>=<value>``),
+    the ``GateConfig`` keys that set its limits (read by ``judge``, or by the evaluation that measured what it
+    judges), and ``judge``, which returns its results (none where nothing was measured for it)."""
+
+    names: tuple[str, ...]
+    keys: tuple[str, ...]
+    judge: Callable[[GateConfig, Evaluation], list[RuleResult]]
+
+
+RULES: tuple[GateRule, ...] = (  # in the order a gate result lists them
+    GateRule(("sanity_finite", "sanity_range", "sanity_sum"), ("prediction_min", "prediction_max"), sanity_rules),
+    GateRule(("main_metric", "absolute_main_metric", "baseline_main_metric"),
+             ("tolerance", "absolute_max_metric", "absolute_min_metric"), main_rules),
+    GateRule(("slice",), ("slice_min_rows", "slice_max_regression", "bootstrap_samples", "confidence"), slice_rules),
+    GateRule(("unjudged_slices",), ("slice_min_rows", "small_slices"), unjudged_rules),
+    GateRule(("latency_vs_champion", "latency_budget"), ("latency_max_regression", "latency_budget_ms"),
+             latency_rules),
+    GateRule(("model_size",), ("max_size_mb",), size_rules),
+    GateRule(("calibration_ece",), ("calibration_max_ece",), calibration_rules),
+)
+GENERAL_KEYS = {  # the GateConfig keys of no one rule, and why
+    "main_metric": "the metric the evaluation measured and every metric rule judges",
+    "promotion": "what a passing version does next (the registry's promotion), not a rule",
+    "latency_p99_ms": "the former name of latency_budget_ms, moved to it when the config is read",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,15 +115,12 @@ class GateResult(Record):
 
 
 def evaluate_gate(cfg: GateConfig, evaluation: Evaluation) -> GateResult:
-    """Run every rule on the evaluation record; the candidate passes when all of them pass."""
+    """Run every registered rule (``RULES``) on the evaluation record; the candidate passes when all of them
+    pass."""
     if evaluation.main_metric != cfg.main_metric:
         raise ValueError(f"the evaluation measured {evaluation.main_metric!r}, the gate judges {cfg.main_metric!r}")
-    rules = [*sanity_rules(evaluation), main_rule(cfg, evaluation)]
-    sliced, unjudged = slice_rules(cfg, evaluation)
-    rules.extend(sliced)
-    if evaluation.has_champion:
-        rules.append(unjudged_rule(cfg, unjudged))
-    rules.extend(budget_rules(cfg, evaluation))
+    rules = [result for registered in RULES for result in registered.judge(cfg, evaluation)]
+    _, unjudged = judged_slices(cfg, evaluation)
     return GateResult(passed=all(r.passed for r in rules), has_champion=evaluation.has_champion, rules=rules,
                       unjudged=unjudged, gated_against=evaluation.champion_version or "none",
                       dropped_missing_target=evaluation.dropped_missing_target)

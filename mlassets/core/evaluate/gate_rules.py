@@ -1,7 +1,8 @@
 """The gate's rules, each read off the evaluation record: value, limit, pass/fail and one plain sentence.
 
-``mlassets.core.evaluate.gate.evaluate_gate`` runs them; see its module for the list. Nothing here touches a
-prediction: every number was measured once, by the evaluation.
+Here the sanity, main-metric and slice rules, and the result types; the budget rules are in ``gate_budget``.
+``mlassets.core.evaluate.gate.RULES`` registers each with its config keys; ``evaluate_gate`` runs them. Nothing
+here touches a prediction: every number was measured once, by the evaluation.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlassets.core.config import GateConfig
-from mlassets.core.evaluate.latency import loaded_host
 from mlassets.core.evaluate.record import Evaluation, SliceRow
 from mlassets.core.metric_defs import Metric, get_metric
 from mlassets.core.records import Record
@@ -79,7 +79,9 @@ def limit_pct(x: float) -> str:
     return f"{x * 100:+g}%"
 
 
-def sanity_rules(evaluation: Evaluation) -> list[RuleResult]:
+def sanity_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
+    """Finite predictions inside the sanity range (``prediction_min`` / ``prediction_max``, which the evaluation
+    counted against, so ``cfg`` is not read here); multiclass rows summing to 1."""
     s = evaluation.predictions
     rules = [rule("sanity_finite", s.non_finite, 0, s.non_finite == 0,
                   f"{s.non_finite} of {s.n} predictions are not finite (NaN or infinite)")]
@@ -102,6 +104,12 @@ def _unseen(evaluation: Evaluation) -> str:
     names = [c.value for c in evaluation.classes if c.n and not c.candidate_knows]
     return (f"; {rows} holdout rows are of classes the candidate never saw in training ({', '.join(names)}), "
             "each scored as a wrong prediction with probability 1e-15") if rows else ""
+
+
+def main_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
+    """``main_metric`` against the champion, or for a first model ``absolute_main_metric`` / ``baseline_main_metric``
+    (``main_rule``)."""
+    return [main_rule(cfg, evaluation)]
 
 
 def main_rule(cfg: GateConfig, evaluation: Evaluation) -> RuleResult:
@@ -186,71 +194,36 @@ def slice_rule(cfg: GateConfig, row: SliceRow, confidence: float, note: str = ""
     )
 
 
-def slice_rules(cfg: GateConfig, evaluation: Evaluation) -> tuple[list[RuleResult], list[UnjudgedSlice]]:
-    """A rule per slice value of at least ``slice_min_rows`` rows, and one per column for its smaller values pooled
-    (``SliceRow.pooled``, when there are enough of them: ``slice_sums.POOL_MIN_ROWS``); the small values of a column
-    without a pooled row are listed as unjudged. Each interval is at the evaluation's Bonferroni-corrected level."""
+def judged_slices(cfg: GateConfig, evaluation: Evaluation) -> tuple[list[SliceRow], list[UnjudgedSlice]]:
+    """The slice rows judged (values of at least ``slice_min_rows`` rows, and a column's smaller values pooled:
+    ``SliceRow.pooled``, when there are enough of them: ``slice_sums.POOL_MIN_ROWS``) and the small values of a column
+    without a pooled row, listed as unjudged. Nothing without a champion."""
     if evaluation.champion is None:
         return [], []
     minimum = max(cfg.slice_min_rows, 1)
     judged = [r for r in evaluation.slices if r.n >= minimum or r.pooled]
     pooled = {r.slice for r in judged if r.pooled}
-    level = evaluation.slice_confidence or evaluation.confidence
-    note = bonferroni_note(evaluation.confidence, level, len(judged))
-    rules = [slice_rule(cfg, r, level, note) for r in judged]
     unjudged = [UnjudgedSlice(slice=r.slice, value=r.value, n=r.n, min_rows=minimum)
                 for r in evaluation.slices if r.n < minimum and r.slice not in pooled]
-    return rules, unjudged
+    return judged, unjudged
 
 
-def unjudged_rule(cfg: GateConfig, unjudged: list[UnjudgedSlice]) -> RuleResult:
-    """``gate.small_slices``: ``pass`` lists the unjudged slices; ``hold`` keeps the candidate back for them."""
+def slice_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
+    """A rule per judged slice row (``judged_slices``), each interval at the evaluation's Bonferroni-corrected
+    level."""
+    judged, _ = judged_slices(cfg, evaluation)
+    level = evaluation.slice_confidence or evaluation.confidence
+    note = bonferroni_note(evaluation.confidence, level, len(judged))
+    return [slice_rule(cfg, r, level, note) for r in judged]
+
+
+def unjudged_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
+    """``gate.small_slices`` (with a champion): ``pass`` lists the unjudged slices; ``hold`` keeps the candidate back
+    for them."""
+    if not evaluation.has_champion:
+        return []
+    _, unjudged = judged_slices(cfg, evaluation)
     listed = summarize_unjudged(unjudged)
-    return rule("unjudged_slices", len(unjudged), 0, cfg.small_slices == "pass" or not unjudged,
-                f"{len(unjudged)} slice value(s) have too few holdout rows to judge (gate.small_slices: hold): "
-                f"{listed}")
-
-
-def latency_rules(cfg: GateConfig, perf: dict[str, float], confidence: float) -> list[RuleResult]:
-    """``latency_vs_champion`` (timed interleaved with it: fails only when the whole interval of the change lies
-    above ``latency_max_regression``) and ``latency_budget`` (the median of round medians, single row). Both are
-    unjudged (passed, the note says why) when the process was on a CPU less than ``LOADED_CPU_SHARE`` of the time
-    it timed the calls (``cpu_share``): the host's load, not the model, set those wall times."""
-    rules, loaded = [], loaded_host(perf.get("cpu_share"))
-    if "vs_champion_change" in perf:
-        change, low, high = (float(perf[f"vs_champion_{k}"]) for k in ("change", "ci_low", "ci_high"))
-        limit = cfg.latency_max_regression
-        said = (f"single-row latency {1 + change:.2f}x the champion's ({pct(change)}, limit {limit_pct(limit)}), "
-                f"timed side by side; {confidence * 100:g}% interval [{pct(low)}, {pct(high)}]")
-        # a passing record says the change and its interval beside the verdict too: past the limit, it passes
-        # because the interval is not wholly above it
-        why = loaded or ("past the limit, but the interval is not wholly above it" if change > limit
-                         else "within the limit")
-        rules.append(rule("latency_vs_champion", change, limit, bool(loaded) or not low > limit, said,
-                          note=f"passed ({why}): {said}"))
-    if "single_median_ms" in perf:
-        ms, budget, rounds = float(perf["single_median_ms"]), cfg.latency_budget_ms, int(perf.get("latency_rounds", 0))
-        measured = f"single-row latency {ms:.1f} ms (median of {rounds} rounds' medians)"
-        rules.append(rule("latency_budget", ms, budget, bool(loaded) or ms <= budget,
-                          f"{measured} > budget {budget:g} ms", note=loaded and f"passed ({loaded}): {measured}, "
-                          f"budget {budget:g} ms"))
-    return rules
-
-
-def budget_rules(cfg: GateConfig, evaluation: Evaluation) -> list[RuleResult]:
-    """The latency rules, ``model_size`` and ``calibration_ece`` for the measurements that are present."""
-    import numpy as np
-
-    perf = evaluation.performance.get("candidate", {})
-    rules = latency_rules(cfg, perf, evaluation.confidence)
-    if "size_bytes" in perf:
-        mb, budget = float(perf["size_bytes"]) / MB, cfg.max_size_mb
-        rules.append(rule("model_size", mb, budget, bool(mb <= budget),
-                          f"model size {mb:.2f} MB > budget {budget:g} MB"))
-    report = (evaluation.calibration or {}).get("candidate")
-    if evaluation.task in ("binary", "multiclass") and report is not None:  # multiclass: top-label ECE
-        ece, limit = float(report["ece"]), cfg.calibration_max_ece
-        reason = (f"calibration error (ECE) {ece:.3f} > limit {limit:g}" if np.isfinite(ece)
-                  else "calibration error (ECE) is undefined (no finite predictions)")
-        rules.append(rule("calibration_ece", ece, limit, bool(ece <= limit), reason))
-    return rules
+    return [rule("unjudged_slices", len(unjudged), 0, cfg.small_slices == "pass" or not unjudged,
+                 f"{len(unjudged)} slice value(s) have too few holdout rows to judge (gate.small_slices: hold): "
+                 f"{listed}")]

@@ -1,4 +1,5 @@
-"""Every cross-field rule fails at load, naming the key path and the value (mlassets/core/config/checks.py)."""
+"""Every rule of a config fails at load, naming the key path and the value (each section's own ranges beside its
+fields, what reads several sections in mlassets/core/config/checks.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import pytest
 import yaml
 
-from mlassets.core.config import ConfigError, parse_config, shipped_configs
+from mlassets.core.config import ConfigError, FaultConfig, TrainingConfig, parse_config, shipped_configs
 
 
 def _config(name: str = "flights") -> dict:
@@ -181,3 +182,13 @@ def test_a_config_written_before_the_latency_budget_was_renamed_still_loads() ->
     cfg = parse_config(_set(_config(), "gate.latency_p99_ms", 40))
     assert cfg.gate.latency_budget_ms == 40.0 and cfg.to_dict()["gate"]["latency_p99_ms"] is None
     assert parse_config(cfg.to_dict()).gate.latency_budget_ms == 40.0
+
+
+def test_the_training_section_checks_its_own_ranges_however_it_is_built() -> None:
+    """Not only at load: a training section built or replaced in code (a tuning trial's) is refused the same way."""
+    with pytest.raises(ConfigError, match=r"^training.batch_size: 4 is the global batch; it must hold at least one "):
+        TrainingConfig(batch_size=4, nproc=8)
+    with pytest.raises(ConfigError, match=r"^training.lr: must be > 0, got 0.0$"):
+        TrainingConfig(lr=0.0)
+    with pytest.raises(ConfigError, match=r"^training.faults.crash_rank: must be >= -1, got -2$"):
+        FaultConfig(crash_rank=-2)
