@@ -5,7 +5,10 @@ names a period. A delivery whose time column holds dates outside it by more than
 days the source's local ones), such as January's rows delivered as ``2024-03``, is refused naming the dates seen and
 the period expected; rows whose key another partition of the version already holds are refused naming both
 partitions. Both are part of the blocking ``schema`` check, on the new partitions
-only; the key check reads the key columns of the other partitions, one budget-sized batch at a time.
+only. The key check compares the new partitions' key hashes with each other partition's: an object's sorted unique
+hashes are computed once (its key columns read one budget-sized batch at a time) and kept in the home's working area
+under the object's sha256 (``work/key-hashes/``: an object never changes), so a version's check reads the earlier
+partitions' hashes, not their data; a hash match is confirmed on the keys themselves before anything is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import TYPE_CHECKING
 from mlassets.core.data.outcome import CheckOutcome
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import pandas as pd
 
@@ -101,13 +106,58 @@ def check_periods(store: VersionedStore, ds: DatasetConfig, repo: str, ref: str,
                                         "period")
 
 
+HASHES_VERSION = "1"  # bump when ``keys.key_hashes`` changes what it computes: kept hashes are then not read
+
+
+def _kept(store: VersionedStore, repo: str, ref: str, path: str, key: list[str]) -> Path | None:
+    """Where an object's key hashes are kept: named by its content and the key (None: the store cannot say)."""
+    import hashlib
+
+    from mlassets.core import paths
+
+    try:
+        sha = str(store.stat(repo, ref, path)["checksum"])
+    except Exception:  # noqa: BLE001 - no checksum: computed each time, as before
+        return None
+    name = hashlib.sha256("\0".join([HASHES_VERSION, sha, *key]).encode()).hexdigest()[:40]
+    return paths.work_dir("key-hashes") / f"{name}.npy"
+
+
 def _hashes(store: VersionedStore, repo: str, ref: str, path: str, key: list[str], budget_mb: int) -> np.ndarray:
+    """The object's key hashes, sorted and unique: read where kept, else computed and kept."""
+    import os
+    import tempfile
+
     import numpy as np
 
     from mlassets.core.data.keys import key_hashes
 
+    kept = _kept(store, repo, ref, path, key)
+    if kept is not None and kept.exists():
+        try:
+            loaded = np.load(kept, allow_pickle=False)
+            if loaded.dtype == np.uint64 and loaded.ndim == 1:
+                return loaded
+        except (OSError, ValueError):
+            pass  # damaged: computed again below
     parts = [key_hashes(f, key) for f in _frames(store, repo, ref, path, key, budget_mb) if set(key) <= set(f)]
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    out = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
+    if kept is not None:
+        fd, tmp = tempfile.mkstemp(dir=kept.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as file:
+            np.save(file, out, allow_pickle=False)
+        os.replace(tmp, kept)  # whole or absent: a reader never sees half
+    return out
+
+
+def _common(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """The values of ``mine`` that sorted ``theirs`` holds (a binary search each: no sort of both together)."""
+    import numpy as np
+
+    if not len(mine) or not len(theirs):
+        return np.empty(0, dtype=np.uint64)
+    at = np.minimum(np.searchsorted(theirs, mine), len(theirs) - 1)
+    return mine[theirs[at] == mine]
 
 
 def _shared_keys(store: VersionedStore, repo: str, ref: str, paths: tuple[str, str], key: list[str],
@@ -132,16 +182,15 @@ def check_keys_across(store: VersionedStore, ds: DatasetConfig, repo: str, ref: 
                       others: Mapping[str, str], budget_mb: int) -> CheckOutcome | None:
     """No row of a new partition has a key another partition holds (partition key -> main table object); None
     when the partitions are not periods or there is nothing to compare."""
-    import numpy as np
 
     if not ds.key or not new or not others or ds.partitions.pattern not in PERIOD_PATTERNS:
         return None
     bad = []
     for key, path in sorted(new.items()):
-        mine = np.unique(_hashes(store, repo, ref, path, ds.key, budget_mb))
+        mine = _hashes(store, repo, ref, path, ds.key, budget_mb)
         for other, other_path in sorted(others.items()):
             theirs = _hashes(store, repo, ref, other_path, ds.key, budget_mb)
-            common = np.intersect1d(mine, theirs)
+            common = _common(mine, theirs)
             if not common.size:
                 continue
             shared = _shared_keys(store, repo, ref, (path, other_path), ds.key, common, budget_mb)

@@ -71,3 +71,41 @@ def test_rows_in_their_period_whose_keys_another_partition_holds_are_refused_nam
     assert "outside its period" not in text
     assert store.resolve("flights", WATCHED_BRANCH) == first.data_version
     assert ingest_partition(store, cfg, FEB, tables[FEB]).created  # the true February lands
+
+
+def test_a_partitions_key_hashes_are_computed_once_then_read_where_kept(
+        store: LocalStore, cfg: PipelineConfig, tables, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key check reads an earlier partition's data once; later checks read its kept hashes (its data only to
+    confirm a match on the keys themselves); kept hashes that were damaged are computed again, never trusted."""
+    from mlassets.core import paths
+    from mlassets.core.data import periods
+
+    real, read = periods._frames, []
+
+    def frames(store_, repo, ref, path, columns, budget_mb):  # noqa: ANN001, ANN202 - the real one, counted
+        if columns == list(cfg.dataset.key):
+            read.append(path)
+        return real(store_, repo, ref, path, columns, budget_mb)
+
+    monkeypatch.setattr(periods, "_frames", frames)
+    ingest_partition(store, cfg, JAN, tables[JAN])
+    jan = tables[JAN]["flights"]
+    late = jan[pd.to_datetime(jan["time_hour"], utc=True) >= pd.Timestamp("2013-01-31", tz="UTC")]
+    february = {**tables[FEB], "flights": pd.concat([tables[FEB]["flights"], late], ignore_index=True)}
+    refusal = f"{len(late)} rows of partition 2013-02 have keys partition 2013-01 already holds"
+    with pytest.raises(DataRejected, match=refusal):
+        ingest_partition(store, cfg, FEB, february)  # January's hashes computed (and its keys read to confirm)
+    assert any(JAN in p for p in read), read
+    read.clear()
+    assert ingest_partition(store, cfg, FEB, tables[FEB]).created
+    assert not any(JAN in p for p in read), read  # kept: January's data not read again
+    kept = list((paths.home() / "work" / "key-hashes").glob("*.npy"))
+    assert kept
+    for file in kept:
+        file.write_bytes(b"not an array")
+    read.clear()
+    with pytest.raises(DataRejected, match=refusal):  # the same refusal, from hashes computed again
+        ingest_partition(store, cfg, FEB, february)
+    assert any(JAN in p for p in read), read
+    rewritten = [f for f in kept if f.read_bytes() != b"not an array"]
+    assert len(rewritten) == 2  # January's and the delivery's kept again (the true February's not needed)
