@@ -120,7 +120,10 @@ def _kept(store: VersionedStore, repo: str, ref: str, path: str, key: list[str])
     except Exception:  # noqa: BLE001 - no checksum: computed each time, as before
         return None
     name = hashlib.sha256("\0".join([HASHES_VERSION, sha, *key]).encode()).hexdigest()[:40]
-    return paths.work_dir("key-hashes") / f"{name}.npy"
+    try:
+        return paths.work_dir("key-hashes") / f"{name}.npy"
+    except OSError:  # a home without a writable working area: computed each time
+        return None
 
 
 def _hashes(store: VersionedStore, repo: str, ref: str, path: str, key: list[str], budget_mb: int) -> np.ndarray:
@@ -143,10 +146,13 @@ def _hashes(store: VersionedStore, repo: str, ref: str, path: str, key: list[str
     parts = [key_hashes(f, key) for f in _frames(store, repo, ref, path, key, budget_mb) if set(key) <= set(f)]
     out = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
     if kept is not None:
-        fd, tmp = tempfile.mkstemp(dir=kept.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as file:
-            np.save(file, out, allow_pickle=False)
-        os.replace(tmp, kept)  # whole or absent: a reader never sees half
+        try:
+            fd, tmp = tempfile.mkstemp(dir=kept.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as file:
+                np.save(file, out, allow_pickle=False)
+            os.replace(tmp, kept)  # whole or absent: a reader never sees half
+        except OSError:  # a full disk: kept next time, perhaps
+            pass
     return out
 
 
