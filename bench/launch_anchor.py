@@ -3,9 +3,10 @@
 A code location of one trivial asset, its job (the in-process executor, as the pipeline's) and a sensor on a
 trigger file runs under a bare ``dagster-daemon`` on a fresh ``DAGSTER_HOME``: sqlite, Dagster's default run
 launcher, the queued run coordinator dequeuing every second (as the embedded home's). After a warm-up run, each
-trigger is timed in two parts: the sensor (the trigger file written -> the run it requested created: the daemon's
-sensor loop and the tick), and the launch (creation -> ``RUN_SUCCESS`` minus the step's compute: queue, a new process
-that imports Dagster and the location, the run's own bookkeeping).
+trigger is timed in two parts: the sensor (the trigger file written -> the run it requested created: the wait for
+the daemon's sensor loop, which starts an iteration every 5 s whatever the interval, and the tick), and the launch
+(creation -> ``RUN_SUCCESS`` minus the step's compute: queue, a new process that imports Dagster and the location,
+the run's own bookkeeping).
 """
 
 from __future__ import annotations
@@ -72,10 +73,13 @@ def _marks(instance, run_id: str) -> dict[str, float]:
 
 
 def measure(interval_s: int, repeats: int = REPEATS, limit_s: float = 300.0,
-            warm_up: bool = True) -> list[tuple[float, float]]:
+            warm_up: bool = True) -> list[tuple[float, float, float, float]]:
     """``repeats`` trivial runs after a warm-up (none without ``warm_up``: the daemon's start-up then falls in the
-    first): each one's (trigger -> run created by the sensor, creation -> success minus its compute), in seconds."""
+    first): each one's (trigger -> run created by the sensor, creation -> success minus its compute, trigger -> the
+    start of the sensor's tick that saw it, that tick's start -> run created), in seconds."""
     import dagster as dg
+
+    from bench.automation import tick_start
 
     with tempfile.TemporaryDirectory(prefix="bench-anchor-") as tmp:
         root = Path(tmp)
@@ -109,7 +113,9 @@ def measure(interval_s: int, repeats: int = REPEATS, limit_s: float = 300.0,
                     raise RuntimeError(f"anchor: the trivial run {runs[0].run_id} failed")
                 if i:
                     launch = marks["RUN_SUCCESS"] - marks["created"] - marks["compute"]
-                    out.append((marks["created"] - triggered, launch))
+                    tick = tick_start(instance, "on_trigger", runs[0].run_id)
+                    out.append((marks["created"] - triggered, launch, max(0.0, tick - triggered),
+                                marks["created"] - tick))
             return out
         finally:
             instance.dispose()
@@ -123,5 +129,6 @@ def measure(interval_s: int, repeats: int = REPEATS, limit_s: float = 300.0,
 
 if __name__ == "__main__":
     times = measure(1)
-    print(f"sensor: median {statistics.median(t[0] for t in times):.2f} s; trivial run launch: median "
+    print(f"sensor: median {statistics.median(t[0] for t in times):.2f} s (tick: median "
+          f"{statistics.median(t[3] for t in times):.2f} s); trivial run launch: median "
           f"{statistics.median(t[1] for t in times):.2f} s of {[round(t[1], 2) for t in times]}")

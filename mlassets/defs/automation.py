@@ -76,6 +76,8 @@ def new_data_sensor(cfg: PipelineConfig) -> dg.SensorDefinition:
         if not found.cursor_found:
             context.log.warning(f"cursor {context.cursor} is not in the history of {WATCHED_BRANCH}; "
                                 "handling every commit that has no run yet")
+        if not found.commits:  # the usual tick: nothing new, nothing more to read
+            return dg.SensorResult(cursor=found.head or context.cursor)
         known = set(context.instance.get_dynamic_partitions(versions.name))
         added = {c.id: added_partitions(backend, cfg, c) for c in found.commits}
         keys = {c.id: version_key(added[c.id], c.id) for c in found.commits}

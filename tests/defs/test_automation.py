@@ -310,3 +310,18 @@ def test_a_link_out_of_the_landing_folder_or_a_fifo_is_refused_naming_its_path(c
     assert f"{landing.resolve() / '2024-03.csv'} is a link that leaves the landing folder" in err
     assert f"{landing.resolve() / '2024-04.csv'} is a FIFO" in err
     assert "root:" not in err
+
+
+def test_a_tick_that_finds_no_new_commit_keeps_its_cursor_and_reads_nothing_more(cfg: PipelineConfig,
+                                                                                 monkeypatch) -> None:
+    sensor, instance, store = _defs(cfg)["sales_new_data"], get_instance(), open_store()
+    store.create_repo(raw_repo(cfg), default_branch=WATCHED_BRANCH)
+    head = store.commit(raw_repo(cfg), WATCHED_BRANCH, {"raw/sales/2024-01.parquet": b"1"}, "Ingest").id
+
+    def unread(*_args, **_kwargs):
+        raise AssertionError("a tick with nothing new read the instance's partitions or runs")
+
+    monkeypatch.setattr(instance, "get_dynamic_partitions", unread)  # the usual tick, every few seconds
+    monkeypatch.setattr(instance, "get_runs_count", unread)
+    result = _tick(sensor, instance, head)
+    assert result.run_requests == [] and result.cursor == head and not result.dynamic_partitions_requests
