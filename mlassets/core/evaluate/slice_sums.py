@@ -87,7 +87,8 @@ class SliceSums:
 
         codes = self._codes(values)
         k = len(self.labels)
-        self.counts += np.bincount(codes, minlength=k)
+        chunk = np.bincount(codes, minlength=k)
+        self.counts += chunk
         for model, per in losses.items():
             for metric in self.metrics:
                 self.sums[model][metric] += np.bincount(codes, weights=per[metric], minlength=k)
@@ -97,15 +98,15 @@ class SliceSums:
         for model in self.models:
             self.group_sums[model] += np.bincount(flat, weights=losses[model][self.main],
                                                   minlength=k * GROUPS).reshape(k, GROUPS)
-        order = np.argsort(codes, kind="stable")  # each value's rows, in row order
-        present, starts = np.unique(codes[order], return_index=True)
-        for code, rows in zip(present, np.split(order, starts[1:]), strict=True):
-            kept = self.rows[code]
-            if kept is None:
-                continue
-            if self.counts[code] > GROUPS:
+        small = []  # the values of this chunk whose rows are still kept
+        for code in np.flatnonzero(chunk):
+            if self.rows[code] is not None and self.counts[code] > GROUPS:
                 self.rows[code] = None  # large: the group sums give its interval
-                continue
+            elif self.rows[code] is not None:
+                small.append(int(code))
+        for code, rows in _rows_of(codes, small):
+            kept = self.rows[code]
+            assert kept is not None
             for model in self.models:
                 kept[model].append(losses[model][self.main][rows])
 
@@ -231,3 +232,15 @@ class SlicesSums:
             grouped = GroupBootstrap(0, gate.bootstrap_samples, self.cfg.training.seed, GROUPS)
         level = self.level()
         return [row for sums in self.columns for row in sums.slice_rows(self.cfg, grouped, level)]
+
+
+def _rows_of(codes: np.ndarray, wanted: list[int]) -> list[tuple[int, np.ndarray]]:
+    """Each wanted code's rows, in row order: a scan per code for a few, one stable sort for many."""
+    import numpy as np
+
+    if len(wanted) <= 8:
+        return [(code, np.flatnonzero(codes == code)) for code in wanted]
+    order = np.argsort(codes, kind="stable")
+    present, starts = np.unique(codes[order], return_index=True)
+    keep = set(wanted)
+    return [(int(c), rows) for c, rows in zip(present, np.split(order, starts[1:]), strict=True) if c in keep]
