@@ -42,6 +42,7 @@ class LocalStore:
         self.root = Path(root)
         self.objects = self.root / "objects"
         self.objects.mkdir(parents=True, exist_ok=True)
+        self._trees: dict[tuple[str, str], db.Tree] = {}  # (repo, commit id) -> its tree, read once
         self.db_path = self.root / "store.db"
         db.init_db(self.db_path)
 
@@ -66,10 +67,22 @@ class LocalStore:
         commit_id = db.resolve(conn, validate_repo(repo), validate_ref(ref))
         return commit_id, db.get_tree(self.objects, db.commit_row(conn, repo, commit_id)[1])
 
+    def _tree(self, repo: str, ref: str) -> db.Tree:
+        """The tree at ``ref``; a commit id's is kept (a commit never changes), a branch's is read each time."""
+        kept = self._trees.get((repo, ref))
+        if kept is not None:
+            return kept
+        with self._conn() as conn:
+            commit_id, tree = self._tree_at(conn, repo, ref)
+        if ref == commit_id:
+            if len(self._trees) >= 64:
+                self._trees.clear()
+            self._trees[repo, ref] = tree
+        return tree
+
     def _entry(self, repo: str, ref: str, path: str) -> tuple[str, int]:
         validate_path(path)
-        with self._conn() as conn:
-            _, tree = self._tree_at(conn, repo, ref)
+        tree = self._tree(repo, ref)
         if path not in tree:
             raise NotFound(f"object {path!r} does not exist at {ref!r} in repository {repo!r}")
         return tree[path]
@@ -97,6 +110,7 @@ class LocalStore:
         """Delete a repository's refs and commits (its objects stay: they may be shared)."""
         with self._tx() as conn:
             db.delete_repo(conn, validate_repo(repo))
+        self._trees = {k: v for k, v in self._trees.items() if k[0] != repo}
 
     def create_branch(self, repo: str, branch: str, source: str) -> str:
         """Create ``branch`` at ``source`` (any ref); return its head commit id. Conflict if it exists."""
@@ -242,9 +256,7 @@ class LocalStore:
 
     def list_objects(self, repo: str, ref: str, prefix: str = "") -> list[str]:
         """Sorted object paths at ``ref`` under ``prefix``."""
-        with self._conn() as conn:
-            _, tree = self._tree_at(conn, repo, ref)
-        return sorted(p for p in tree if p.startswith(prefix))
+        return sorted(p for p in self._tree(repo, ref) if p.startswith(prefix))
 
     def read(self, repo: str, ref: str, path: str) -> bytes:
         """The bytes of ``path`` at ``ref``."""

@@ -142,11 +142,14 @@ def test_bad_arguments_fail_before_anything_is_written(store: VersionedStore, re
 
 def test_delete_repo(store: VersionedStore, repo_name: str) -> None:
     store.create_repo(repo_name)
-    store.commit(repo_name, "main", {"a": b"1"}, "a")
+    commit = store.commit(repo_name, "main", {"a": b"1"}, "a")
+    assert store.read(repo_name, commit.id, "a") == b"1"  # read at the commit (a local store keeps its tree)
     store.delete_repo(repo_name)
     assert repo_name not in store.list_repos()
     with pytest.raises(NotFound, match=repo_name):
         store.resolve(repo_name, "main")
+    with pytest.raises(NotFound, match=repo_name):
+        store.read(repo_name, commit.id, "a")  # not from what was kept
     with pytest.raises(NotFound, match=repo_name):
         store.delete_repo(repo_name)
 
