@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections import Counter
 
 import pytest
 import torch
@@ -19,10 +20,20 @@ warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 # ``item._nodeid``, which pytest 9 no longer reads.) A session fixture is built once per worker that uses it.
 
 
+def _scope(item: pytest.Item) -> str:
+    """pytest-xdist's ``loadscope`` unit of an item: its module, or its class."""
+    return item.nodeid.rsplit("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # the long tests first (a stable sort: each module's order is kept), so that the workers' last minutes hold
-    # the short ones, not one worker alone on a ten-minute module while the other waits
+    # the short ones, not one worker alone on a ten-minute module while the other waits; then the other scopes,
+    # the largest first. `make test` passes --no-loadscope-reorder: by default pytest-xdist sorts the scopes by
+    # their number of tests, which put the one-test e2e modules (the soak among them) last
     items.sort(key=lambda item: "e2e" not in item.keywords)
+    sizes = Counter(_scope(item) for item in items)
+    long = {_scope(item) for item in items if "e2e" in item.keywords}
+    items.sort(key=lambda item: (0, 0) if _scope(item) in long else (1, -sizes[_scope(item)]))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
