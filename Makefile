@@ -18,7 +18,7 @@ demo: $(STAMP)  ## run the demo on the embedded stack (.mlassets/)
 
 # pytest-xdist workers; tests that share a session fixture stay in one worker (tests/conftest.py)
 JOBS   ?= 2
-PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadscope
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP) chromium postgres  ## lint, types, the docs site's strict build, then the whole test suite
 	$(BIN)/ruff check .

@@ -5,8 +5,8 @@ large size (12 monthly partitions each, so a partition of the large one is 4x a 
 through ``PIPELINE``, each stage in a process of its own (``bench.scale_stages``) that reports its own peak RSS;
 the sizes take turns stage by stage. The sizes are ``$MLASSETS_BENCH_SCALE_ROWS`` (small,large); the default is
 1.25M and 5M rows, a few minutes on 2 cores: 5M and 20M are ``MLASSETS_BENCH_SCALE_ROWS=5000000,20000000
-python -m bench scale`` (about ten minutes there). Smoke mode: ``SMOKE_SIZES``, whatever the variable says, in
-``SMOKE_PARTITIONS`` partitions.
+python -m bench scale`` (about ten minutes there). Smoke mode: ``SMOKE_SIZES`` (one toy size as both: each stage
+runs once), whatever the variable says, in ``SMOKE_PARTITIONS`` partitions.
 ``scan_overhead`` validates one partition of the large size's shape as the snapshot does (``validate.scan_objects``)
 and computes the same statistics in one Polars query over the same object, interleaved, best of three.
 """
@@ -32,7 +32,9 @@ PARTITIONS = 12
 SMOKE_PARTITIONS = 4
 SIZES_ENV = "MLASSETS_BENCH_SCALE_ROWS"
 DEFAULT_SIZES = (1_250_000, 5_000_000)
-SMOKE_SIZES = (2_400, 4_800)
+# smoke mode: one toy size as both sizes (a figure of 1), so that the smoke runs each stage and command once: a
+# second toy size only repeated the same work on as few rows (about a minute of `make test`, mostly process starts)
+SMOKE_SIZES = (2_400, 2_400)
 GIB = 1 << 30
 _RUNS: dict[tuple[int, int], dict[int, dict[str, dict[str, Any]]]] = {}  # per (small, large)
 

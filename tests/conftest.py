@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from mlassets.core.config import PipelineConfig, load_config, shipped_configs
+from tests import scheduling
 
 warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 
@@ -16,19 +17,23 @@ warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
 # ``make test`` runs pytest-xdist with ``--dist loadscope``: a module's tests run in one worker, in order, so a
 # module-scoped fixture is built once and its tests may build on each other. (``--dist loadgroup`` with
 # ``xdist_group`` marks added here did not group anything under pytest 9: pytest-xdist 3.8 appends the group to
-# ``item._nodeid``, which pytest 9 no longer reads.) A session fixture is built once per worker that uses it.
+# ``item._nodeid``, which pytest 9 no longer reads.) A session fixture is built once per worker that uses it: the
+# modules that share one are one work unit (``tests/scheduling.py``, through pytest-xdist's scheduler hook).
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the long tests first (a stable sort: each module's order is kept), so that the workers' last minutes hold
-    # the short ones, not one worker alone on a ten-minute module while the other waits
-    items.sort(key=lambda item: "e2e" not in item.keywords)
+    scheduling.order(items)  # long work units first, so that the workers end together
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    return scheduling.make_scheduler(config, log)  # the modules sharing a session fixture: one work unit
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+POLL_S = 0.5  # each wait ends within this of its condition; a poll is a few queries of the instance
+
 
 def until(what: str, done: Callable[[], bool], proc: subprocess.Popen, log: Path, limit_s: float) -> None:
     deadline = time.monotonic() + limit_s
     while not done():
         assert proc.poll() is None, f"the daemon exited while waiting for {what}:\n{log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"no {what} within {limit_s:.0f} s:\n{log.read_text()[-3000:]}"
-        time.sleep(1)
+        time.sleep(POLL_S)
