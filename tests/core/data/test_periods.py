@@ -74,7 +74,7 @@ def test_rows_in_their_period_whose_keys_another_partition_holds_are_refused_nam
 
 
 def test_a_partitions_key_hashes_are_computed_once_then_read_where_kept(
-        store: LocalStore, cfg: PipelineConfig, tables, monkeypatch: pytest.MonkeyPatch) -> None:
+        store: LocalStore, cfg: PipelineConfig, tables, monkeypatch: pytest.MonkeyPatch, home: str) -> None:
     """The key check reads an earlier partition's data once; later checks read its kept hashes (its data only to
     confirm a match on the keys themselves); kept hashes that were damaged are computed again, never trusted."""
     from mlassets.core import paths
@@ -100,7 +100,7 @@ def test_a_partitions_key_hashes_are_computed_once_then_read_where_kept(
     assert ingest_partition(store, cfg, FEB, tables[FEB]).created
     assert not any(JAN in p for p in read), read  # kept: January's data not read again
     kept = list((paths.home() / "work" / "key-hashes").glob("*.npy"))
-    assert kept
+    assert len(kept) == 3 and str(paths.home()) == home  # this test's own: January's, each February's
     for file in kept:
         file.write_bytes(b"not an array")
     read.clear()
