@@ -72,7 +72,7 @@ class TorchFamily:
     def predict(self, model: nn.Module, x_cat: np.ndarray, x_num: np.ndarray) -> np.ndarray:
         if model.training:  # loaded in eval mode; a module handed over mid-training is switched once
             model.eval()
-        with torch.inference_mode():
+        with torch.no_grad():  # not inference_mode: a plug-in's lazily built parameters must stay trainable
             return model(torch.from_numpy(x_cat), torch.from_numpy(x_num)).double().numpy()
 
     def search_space(self, cfg: PipelineConfig) -> dict[str, Param]:
