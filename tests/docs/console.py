@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -147,6 +148,14 @@ class Page:
         deadline = time.monotonic() + min(timeout, 180)  # a server that never says its line fails in minutes
         while missing(expected, log.read_text()) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
+        # a server says its line just before it listens: the next command waits until its loopback port accepts
+        for port in sorted(set(re.findall(r"127\.0\.0\.1:(\d+)", "\n".join(expected)))):
+            while proc.poll() is None and time.monotonic() < deadline:
+                with socket.socket() as sock:
+                    sock.settimeout(1.0)
+                    if sock.connect_ex(("127.0.0.1", int(port))) == 0:
+                        break
+                time.sleep(0.2)
         return log.read_text()
 
     def close(self) -> None:
