@@ -157,9 +157,12 @@ def demo_overhead() -> Result:
                   f"computed {compute:.1f} s (overhead {wall - compute:.1f} s)")
 
 
+COMMIT_TARGET = 1.3  # issue #47's goal
+
+
 @benchmark("commit_to_champion", goal=f"(commit -> champion with the daemon - compute - the {INTERVAL_S} s sensor "
                                       "interval) / Dagster's sensor and launch of a trivial job", better="lower",
-           target=1.5)
+           target=COMMIT_TARGET)
 def commit_to_champion() -> Result:
     """The anchor is the same path for a trivial job on a bare daemon: its sensor noticing a trigger (Dagster's
     sensor loop starts an iteration every 5 s, whatever the interval) and its run's launch; the detail also gives
@@ -173,17 +176,18 @@ def commit_to_champion() -> Result:
     sensed, launched, waited, ticked = (statistics.median(m[i] for m in measured) for i in range(4))
     anchor = sensed + launched
     m = automation.measure()
-    orchestration = m["total"] - m["compute"]
+    orchestration = m["orchestration"]
     ours = m["plan"] + m["queue"] + m["launch"] + m["in_run"]
     champion = f"champion after {m['promoted']:.1f} s" if m["promoted"] else "rejected: no new champion"
-    detail = (f"orchestration {orchestration:.1f} s: commit -> pipeline run done {m['total']:.1f} s ({champion}), "
+    detail = (f"medians of {m['commits']} commits: orchestration {orchestration:.1f} s: commit -> pipeline run done "
+              f"{m['total']:.1f} s (commits {m['low']:.1f} to {m['high']:.1f} s; {champion}), "
               f"of which its steps computed {m['compute']:.1f} s; sensor interval {INTERVAL_S} s. The rest: sensor "
               f"{m['sensor']:.1f} s (the daemon's sensor loop {m['wait']:.1f} s, the tick {m['tick']:.1f} s), the "
               f"run's planning {m['plan']:.1f} s, queue {m['queue']:.1f} s, launch {m['launch']:.1f} s, inside the "
               f"run {m['in_run']:.1f} s (resource set-up, MLflow's, {m['resources']:.1f} s). Anchor {anchor:.2f} s, "
               f"a trivial job on a bare dagster-daemon (medians of {len(measured)}): sensor {sensed:.2f} s (loop "
               f"{waited:.2f} s, tick {ticked:.2f} s), creation -> success minus compute {launched:.2f} s; goal: "
-              f"orchestration <= {1.5 * anchor + INTERVAL_S:.1f} s. Launch alone: ours {ours:.1f} s = "
+              f"orchestration <= {COMMIT_TARGET * anchor + INTERVAL_S:.1f} s. Launch alone: ours {ours:.1f} s = "
               f"{ours / launched:.1f}x the trivial job's; without the sensor loop's wait on either side "
               f"{(m['tick'] + ours) / (ticked + launched):.2f}x")
     return Result(value=(orchestration - INTERVAL_S) / anchor, unit="x", detail=detail)
