@@ -97,10 +97,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if store is not None:
         app.add_middleware(BearerAuth, store=store)
     guard = f"bearer tokens of {store.path}" if store is not None else "no token asked (--insecure or loopback)"
-    print(start_line(app, f"http://{args.host}:{args.port}", guard), flush=True)
     stamp_log()
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, http=stamped_http())
-    return 0
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+                            http=stamped_http())
+    server = listening_server()(config, start_line(app, f"http://{args.host}:{args.port}", guard))
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it caught again once it has shut down
+        pass
+    return 0 if server.started else 1
+
+
+def listening_server() -> type:
+    """uvicorn's ``Server`` that prints ``line`` once its socket listens (a client that reads it may connect at
+    once), not before; a port it cannot bind prints uvicorn's error instead."""
+    import uvicorn
+
+    class Listening(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config, line: str) -> None:
+            super().__init__(config)
+            self.line = line
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                print(self.line, flush=True)
+
+    return Listening
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

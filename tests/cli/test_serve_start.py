@@ -1,15 +1,17 @@
 """``mlassets serve``'s start-up line says whether requests are batched, and its own log lines (a champion swapped
-or refused) carry their time."""
+or refused) carry their time; the line comes once the port listens, and not at all when it cannot be bound."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import socket
 from types import SimpleNamespace
 
 import pytest
 
-from mlassets.cli.serve import LOGGER, stamp_log, start_line
+from mlassets.cli.serve import LOGGER, listening_server, stamp_log, start_line
 from mlassets.core.config.serving import ServingConfig
 from mlassets.serve.batcher import Batcher
 
@@ -46,3 +48,45 @@ def test_swap_lines_carry_their_time_and_level(capsys) -> None:
     assert len(lines) == 2
     assert re.fullmatch(f"{stamp} WARNING champion swapped: flights_arr_delay: v2 -> v1 \\(gate passed\\)", lines[0])
     assert re.fullmatch(f"{stamp} ERROR ALERT: the promotion log is not trusted", lines[1])
+
+
+async def _empty(scope, receive, send) -> None:  # an ASGI app; no request reaches it here
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def _server(port: int):
+    import uvicorn
+
+    config = uvicorn.Config(_empty, host="127.0.0.1", port=port, log_level="critical")
+    config.load()
+    server = listening_server()(config, "ready")
+    server.lifespan = config.lifespan_class(config)  # what uvicorn's serve() sets before its startup()
+    return server
+
+
+def test_the_start_line_comes_once_the_port_accepts(capsys) -> None:
+    async def start() -> tuple[str, int]:
+        server = _server(0)
+        assert capsys.readouterr().out == ""
+        await server.startup()
+        said = capsys.readouterr().out
+        port = server.servers[0].sockets[0].getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):  # accepted: the line was true
+            pass
+        await server.shutdown()
+        return said, port
+
+    said, port = asyncio.run(start())
+    assert said == "ready\n" and port > 0
+
+
+def test_a_port_in_use_prints_no_start_line(capsys) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(SystemExit):
+            asyncio.run(_server(taken.getsockname()[1]).startup())
+    assert "ready" not in capsys.readouterr().out
