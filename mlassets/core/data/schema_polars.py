@@ -4,8 +4,9 @@ values, ingest's too), checked, and what fails worded.
 ``checks`` are a column's rules in the order a message ranks them, each a name (as the messages have always said
 them: ``not_nullable``, ``integer_valued``, ``finite``, ``greater_than_or_equal_to(0)``,
 ``less_than_or_equal_to(10)``, ``isin(['a', 'b'])``) and the rows it fails. A batch is first judged by one expression
-of every rule (``row_passes``: one pass), checked by pandera (``pandera_schema``); only a batch that fails is counted
-check by check, with its first offending values and their rows.
+of every rule reduced to one verdict (``batch_passes``: a minimum, a maximum, a count where a rule allows, never a mask
+a row kept), checked by pandera (``pandera_schema``); only a batch that fails is counted check by check, with its
+first offending values and their rows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 NOT_NULLABLE = "not_nullable"  # the check of a missing value where the column takes none
 TYPE_NAMES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
+SCHEMAS_KEPT = 64  # pandera schemas kept built, by their columns (``pandera_schema``)
+_SCHEMAS: dict[str, pap.DataFrameSchema] = {}
 
 
 def checks(name: str, spec: ColumnSpec) -> list[tuple[str, pl.Expr]]:
@@ -58,20 +61,57 @@ def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
     return held if spec.nullable else column.is_not_null() & held
 
 
-def pandera_schema(columns: dict[str, ColumnSpec]) -> pap.DataFrameSchema:
-    """The declared rules as a pandera schema on its Polars backend: each column's type, and every value rule of
-    every column as one check of the whole batch (``row_passes`` in one expression: one pass, where a pandera check
-    per column and rule costs a pass and a collect each). ``validate(..., lazy=True)`` judges a ``coerce``d batch;
-    only a batch it fails is counted rule by rule (``checks``) to word the message."""
-    import pandera.polars as pap
+def batch_passes(columns: dict[str, ColumnSpec]) -> pl.Expr:
+    """Whether every row of a ``coerce``d batch meets every declared rule (``row_passes`` of all rows, as one
+    boolean), in reductions: a bound as the column's minimum or maximum, a missing value as the null count, the
+    other rules as ``all`` of their test (a missing value passes every rule, as in ``checks``). A minimum and a
+    maximum pass over NaN, which fails every number column anyway: its ``integer_valued`` or ``finite`` rule."""
     import polars as pl
 
-    def declared_values(data: object) -> object:
-        return data.lazyframe.select(pl.all_horizontal([row_passes(n, s) for n, s in columns.items()]))
+    from mlassets.core.data.column_rules import rules
 
-    return pap.DataFrameSchema({name: pap.Column(declared_type(spec), nullable=True, coerce=False, required=True)
-                                for name, spec in columns.items()},
-                               checks=[pap.Check(declared_values, name="declared_values")], strict=False)
+    held = []
+    for name, spec in columns.items():
+        column = pl.col(name)
+        if not spec.nullable:
+            held.append(column.null_count() == 0)
+        for rule in rules(spec):
+            if rule.op == "integer":
+                held.append((column % 1 == 0).all())
+            elif rule.op == "finite":
+                held.append(column.is_finite().all())
+            elif rule.op == ">=":
+                held.append((column.min() >= rule.operand).fill_null(True))
+            elif rule.op == "<=":
+                held.append((column.max() <= rule.operand).fill_null(True))
+            else:
+                held.append(column.is_in(list(rule.operand)).all())  # type: ignore[call-overload]
+    return pl.all_horizontal(held) if held else pl.lit(True)
+
+
+def pandera_schema(columns: dict[str, ColumnSpec]) -> pap.DataFrameSchema:
+    """The declared rules as a pandera schema on its Polars backend: each column's type, and every value rule of
+    every column as one check of the whole batch (``batch_passes``: one query whose answer is one boolean, where a
+    pandera check per column and rule costs a pass and a collect each, and a check a row a mask as long as the
+    batch). ``validate(..., lazy=True)`` judges a ``coerce``d batch; only a batch it fails is counted rule by rule
+    (``checks``) to word the message. Built once a process for the same columns (a table's every scan)."""
+    import pandera.polars as pap
+
+    said = repr(list(columns.items()))
+    if said in _SCHEMAS:
+        return _SCHEMAS[said]
+    verdict = batch_passes(columns)
+
+    def declared_values(data: pap.PolarsData) -> bool:
+        return bool(data.lazyframe.select(verdict).collect().item())
+
+    schema = pap.DataFrameSchema({name: pap.Column(declared_type(spec), nullable=True, coerce=False, required=True)
+                                  for name, spec in columns.items()},
+                                 checks=[pap.Check(declared_values, name="declared_values")], strict=False)
+    if len(_SCHEMAS) >= SCHEMAS_KEPT:
+        _SCHEMAS.clear()
+    _SCHEMAS[said] = schema
+    return schema
 
 
 def missing_value(spec: ColumnSpec) -> object:
