@@ -3,15 +3,17 @@ values, ingest's too), checked, and what fails worded.
 
 ``checks`` are a column's rules in the order a message ranks them, each a name (as the messages have always said
 them: ``not_nullable``, ``integer_valued``, ``finite``, ``greater_than_or_equal_to(0)``,
-``less_than_or_equal_to(10)``, ``isin(['a', 'b'])``) and the rows it fails. A batch is first judged by one expression
-of every rule reduced to one verdict (``batch_passes``: a minimum, a maximum, a count where a rule allows, never a mask
-a row kept), checked by pandera (``pandera_schema``); only a batch that fails is counted check by check, with its
-first offending values and their rows.
+``less_than_or_equal_to(10)``, ``isin(['a', 'b'])``) and the rows it fails. A batch is first judged by one query of
+every rule reduced to one boolean (``batch_passes``), checked by pandera (``pandera_schema``); only a batch that fails
+is counted check by check, with its first offending values and their rows.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import math
+import operator
 from typing import TYPE_CHECKING
 
 from mlassets.core.config import ColumnSpec
@@ -21,10 +23,29 @@ if TYPE_CHECKING:
     import pandera.polars as pap
     import polars as pl
 
+    from mlassets.core.data.column_rules import Rule
+
 NOT_NULLABLE = "not_nullable"  # the check of a missing value where the column takes none
 TYPE_NAMES = {"int": "float64", "float": "float64", "str": "str", "datetime": "datetime64[ns, UTC]"}
 SCHEMAS_KEPT = 64  # pandera schemas kept built, by their columns (``pandera_schema``)
 _SCHEMAS: dict[str, pap.DataFrameSchema] = {}
+
+
+def _holds(column: pl.Expr, rule: Rule) -> pl.Expr:
+    """Per present value, whether it meets ``rule`` (null where the value is missing)."""
+    if rule.op == "integer":
+        return column % 1 == 0
+    if rule.op == "finite":
+        return column.is_finite()
+    if rule.op == ">=":
+        return column >= rule.operand
+    if rule.op == "<=":
+        return column <= rule.operand
+    return column.is_in(list(rule.operand))  # type: ignore[call-overload]
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def checks(name: str, spec: ColumnSpec) -> list[tuple[str, pl.Expr]]:
@@ -34,20 +55,8 @@ def checks(name: str, spec: ColumnSpec) -> list[tuple[str, pl.Expr]]:
 
     from mlassets.core.data.column_rules import rules
 
-    column, out = pl.col(name), []
-    for rule in rules(spec):
-        if rule.op == "integer":
-            fails = ~(column % 1 == 0).fill_null(False)
-        elif rule.op == "finite":
-            fails = ~column.is_finite()
-        elif rule.op == ">=":
-            fails = ~(column >= rule.operand)
-        elif rule.op == "<=":
-            fails = ~(column <= rule.operand)
-        else:
-            fails = ~column.is_in(list(rule.operand))  # type: ignore[call-overload]
-        out.append((rule.name, column.is_not_null() & fails.fill_null(True)))
-    return out
+    column = pl.col(name)
+    return [(rule.name, column.is_not_null() & (~_holds(column, rule)).fill_null(True)) for rule in rules(spec)]
 
 
 def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
@@ -63,29 +72,23 @@ def row_passes(name: str, spec: ColumnSpec) -> pl.Expr:
 
 def batch_passes(columns: dict[str, ColumnSpec]) -> pl.Expr:
     """Whether every row of a ``coerce``d batch meets every declared rule (``row_passes`` of all rows, as one
-    boolean), in reductions: a bound as the column's minimum or maximum, a missing value as the null count, the
-    other rules as ``all`` of their test (a missing value passes every rule, as in ``checks``). A minimum and a
-    maximum pass over NaN, which fails every number column anyway: its ``integer_valued`` or ``finite`` rule."""
+    boolean), reduced column by column: the null count where a value may not be missing, and ``all`` of the
+    column's rules met together (``all`` passes over a missing value, as ``checks`` do). ``finite`` is left out
+    where two finite bounds hold the column: NaN and infinities fail one of them."""
     import polars as pl
 
     from mlassets.core.data.column_rules import rules
 
     held = []
     for name, spec in columns.items():
-        column = pl.col(name)
+        column, kept = pl.col(name), rules(spec)
         if not spec.nullable:
             held.append(column.null_count() == 0)
-        for rule in rules(spec):
-            if rule.op == "integer":
-                held.append((column % 1 == 0).all())
-            elif rule.op == "finite":
-                held.append(column.is_finite().all())
-            elif rule.op == ">=":
-                held.append((column.min() >= rule.operand).fill_null(True))
-            elif rule.op == "<=":
-                held.append((column.max() <= rule.operand).fill_null(True))
-            else:
-                held.append(column.is_in(list(rule.operand)).all())  # type: ignore[call-overload]
+        bounds = [r for r in kept if r.op in (">=", "<=")]
+        if {r.op for r in bounds} == {">=", "<="} and all(_finite(r.operand) for r in bounds):
+            kept = [r for r in kept if r.op != "finite"]
+        if kept:
+            held.append(functools.reduce(operator.and_, [_holds(column, r) for r in kept]).all())
     return pl.all_horizontal(held) if held else pl.lit(True)
 
 

@@ -21,17 +21,20 @@ COLUMNS = {
     "m": ColumnSpec(dtype="int", nullable=True),
     "x": ColumnSpec(dtype="float", nullable=True, min=-1.5, max=2.5),
     "y": ColumnSpec(dtype="float"),
+    "z": ColumnSpec(dtype="float", min=0.0, max=float("inf")),  # a bound that holds infinity: finite still checks
     "c": ColumnSpec(dtype="str", allowed=["a", "b"]),
     "s": ColumnSpec(dtype="str", nullable=True),
     "t": ColumnSpec(dtype="datetime", min_date="2013-01-01", max_date="2013-12-31"),
 }
 GOOD = {"n": [0.0, 10.0, 3.0], "m": [None, -7.0, 1e6], "x": [-1.5, 2.5, None], "y": [-1e300, 0.0, 1e300],
+        "z": [0.0, 1.0, 1e300],
         "c": ["a", "b", "a"], "s": [None, "", "z"],
         "t": [datetime.datetime(2013, 1, 1, tzinfo=UTC), datetime.datetime(2013, 12, 31, tzinfo=UTC),
               datetime.datetime(2013, 6, 1, 12, tzinfo=UTC)]}
 # per column, values that break a rule (or that only seem to: they must pass)
 ODD = {"n": [None, 0.5, -1.0, 11.0, float("nan"), float("inf"), 10.0], "m": [0.25, float("nan"), float("-inf")],
        "x": [float("nan"), float("inf"), -1.6, 2.6, -1.5], "y": [None, float("nan"), float("inf"), -0.0],
+       "z": [float("inf"), float("nan"), -1.0, -0.0],
        "c": [None, "c", "A", "b"], "s": ["anything"],
        "t": [None, datetime.datetime(2012, 12, 31, 23, tzinfo=UTC), datetime.datetime(2014, 1, 1, tzinfo=UTC)]}
 
