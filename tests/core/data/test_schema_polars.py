@@ -1,6 +1,7 @@
 """The batch verdict pandera gives (``batch_passes``, reductions) is the verdict of every row (``row_passes``) on any
 values: missing, NaN, infinities, fractions, values on and past a bound, text not allowed; a failing batch leaves
-pandera no copy of its rows; a schema built once is the schema of its own rules only."""
+pandera no copy of its rows; a schema built once is the schema of its own rules only; stored numbers coerce with NaN
+missing."""
 
 from __future__ import annotations
 
@@ -91,3 +92,14 @@ def test_a_schema_kept_built_is_its_own_rules_only() -> None:
     with pytest.raises(SchemaErrors, match="declared_values"):
         pandera_schema(tight).validate(cast, lazy=True)
     pandera_schema(loose).validate(cast, lazy=True)
+
+
+def test_a_stored_number_is_coerced_to_float64_with_nan_missing() -> None:
+    """Integers, booleans and floats become float64; NaN is a missing value, whether or not a column holds one."""
+    columns = {n: ColumnSpec(dtype="float", nullable=True) for n in ("i", "b", "f", "g", "h")}
+    frame = pl.DataFrame({"i": [1, None, -3], "b": [True, False, None], "f": [0.5, float("nan"), None],
+                          "g": [0.5, -0.0, 2.0], "h": pl.Series([1.5, float("nan"), 3.0], dtype=pl.Float32)})
+    cast, bad = coerce(frame, columns)
+    assert not bad and all(dtype == pl.Float64 for dtype in cast.dtypes)
+    assert cast.to_dict(as_series=False) == {"i": [1.0, None, -3.0], "b": [1.0, 0.0, None], "f": [0.5, None, None],
+                                             "g": [0.5, -0.0, 2.0], "h": [1.5, None, 3.0]}
