@@ -85,7 +85,7 @@ def polars_batches(file: Path, reader: pq.ParquetFile, budget_mb: int,
                    columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
     """The file's rows in order (``columns`` of them), read by Polars' own parallel reader one slice at a time (a
     slice reads only the row groups it needs; ``collect_batches`` reads ahead by more as files grow), in batches
-    sized for Polars (``TYPED_COPIES``): the one who turns one into pandas does so in slices (``validate``)."""
+    sized for Polars (``TYPED_COPIES``: validation keeps a batch in Polars, read, coerced, judged and hashed)."""
     import polars as pl
 
     if columns is not None:

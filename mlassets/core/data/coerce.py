@@ -126,7 +126,8 @@ def _coerced(values: pl.Series, spec: ColumnSpec, delivered: bool) -> pl.Series:
         return out
     if spec.dtype in ("int", "float"):
         if dtype.is_numeric() or dtype == pl.Boolean:
-            return values.cast(pl.Float64).fill_nan(None)
+            numbers = values.cast(pl.Float64)  # only a float can hold NaN: looked for before a copy is made
+            return numbers.fill_nan(None) if dtype.is_float() and numbers.is_nan().any() else numbers
         if _is_text(dtype):
             return values.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False).fill_nan(None)
     elif spec.dtype == "str":

@@ -1,10 +1,11 @@
 """A table's schema check over batches, saying what a check of the whole table says.
 
 Each batch is checked as it comes, in Polars: cast to the declared types by ``coerce`` (the one engine that coerces
-values), judged in one expression and worded by ``schema_polars``. What a batch fails is kept per column and check:
-how many rows, the first three offending values and their rows, in row order. The key is checked across all batches
-(``keys``). The outcome names each missing column, a key that is not unique, and per column its first failed check in
-the order they run (coercion, missing values, then the configured checks), columns in the config's order.
+values), judged by pandera in one query that answers one boolean, and worded by ``schema_polars``. What a batch fails
+is kept per column and check: how many rows, the first three offending values and their rows, in row order. The key
+is checked across all batches (``keys``). The outcome names each missing column, a key that is not unique, and per
+column its first failed check in the order they run (coercion, missing values, then the configured checks), columns
+in the config's order.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class TableScan:
         self.failed: dict[tuple[str, str], _Failed] = {}
         self.eager = ""
         self.keyed = all(k in self.columns for k in self.key)  # every batch's key hashed (else no key check)
-        self.fast = 0  # batches that passed on the one expression alone
+        self.fast = 0  # batches that passed on the one query alone
         self._schemas: dict[tuple[str, ...], object] = {}
 
     def add(self, batch: Batch, metadata: Mapping[bytes, bytes] | None = None) -> None:
