@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import mlflow
@@ -25,6 +26,7 @@ from mlassets.core.evaluate.latency import (
     torch_threads,
 )
 from mlassets.core.evaluate.record import Evaluation
+from mlassets.core.features.preprocess import Factorized, factorize_columns
 from mlassets.core.train.artifact import ModelBundle, bundle_size_bytes
 from mlassets.core.train.outputs import class_frame, probabilities
 from mlassets.core.train.splits import class_label
@@ -38,15 +40,37 @@ _MLFLOW_BATCH = 500  # metrics per log_batch call (MLflow's limit is 1000)
 _METRIC_NAME_BAD = re.compile(r"[^\w.\- ]")  # MLflow metric names: alphanumerics, _ - . space and /
 
 
-def slice_frame(holdout: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """The slice columns as categories of strings (so slice codes need no hashing); missing stays missing."""
+def slice_frame(holdout: pd.DataFrame, columns: list[str],
+                factorized: Mapping[str, Factorized] | None = None) -> pd.DataFrame:
+    """The slice columns as categories of strings (so slice codes need no hashing); missing stays missing.
+    ``factorized``: columns already factorized (``factorize_columns``), whose codes become the categories' codes."""
     out = {}
     for column in columns:
-        values = holdout[column].astype("category")
-        if not all(isinstance(c, str) for c in values.cat.categories):
-            values = holdout[column].astype(str).astype("category")
+        values = _categories_of(holdout[column], (factorized or {}).get(column))
+        if values is None:
+            values = holdout[column].astype("category")
+            if not all(isinstance(c, str) for c in values.cat.categories):
+                values = holdout[column].astype(str).astype("category")
         out[column] = values
     return pd.DataFrame(out, index=holdout.index)
+
+
+def _categories_of(series: pd.Series, factorized: Factorized | None) -> pd.Series | None:
+    """``series.astype("category")`` built from its sorted factorization, where it is that: a column of strings not
+    categorical already (``None`` otherwise)."""
+    if factorized is None or isinstance(series.dtype, pd.CategoricalDtype):
+        return None
+    codes, uniques = factorized
+    if not all(isinstance(u, str) for u in uniques):
+        return None
+    return pd.Series(pd.Categorical.from_codes(codes, categories=uniques), index=series.index, name=series.name)
+
+
+def model_outputs(holdout: pd.DataFrame, bundles: list[ModelBundle]) -> tuple[list[np.ndarray], dict[str, Factorized]]:
+    """Each bundle's ``predict`` of ``holdout``, with every categorical feature column factorized once for all of them
+    (``factorize_columns``); the factorization is returned for the slice columns among those."""
+    factorized = factorize_columns(holdout, [c for b in bundles for c in b.preprocessor.categorical if c in holdout])
+    return [b.predict(holdout, factorized=factorized) for b in bundles], factorized
 
 
 def score_holdout(
@@ -57,19 +81,20 @@ def score_holdout(
     Multiclass: ``y`` is the class label, ``candidate``/``champion`` the predicted label, and every class a model
     knows has its probability column (``candidate_probability_<class>``, see ``core.train.outputs``).
     """
-    frame = slice_frame(holdout, cfg.dataset.slices)
+    outputs, factorized = model_outputs(holdout, [b for b in (candidate, champion) if b is not None])
+    frame = slice_frame(holdout, cfg.dataset.slices, factorized)
     if cfg.dataset.task == "multiclass":
         target = holdout[cfg.dataset.target]
         frame["y"] = target.map(class_label).where(target.notna(), None).to_numpy(dtype=object)
-        parts = [frame, class_frame(candidate.classes, candidate.predict(holdout), "candidate")]
+        parts = [frame, class_frame(candidate.classes, outputs[0], "candidate")]
         if champion is not None:
-            parts.append(class_frame(champion.classes, champion.predict(holdout), "champion"))
+            parts.append(class_frame(champion.classes, outputs[1], "champion"))
         else:
             parts.append(pd.DataFrame({"champion": [None] * len(holdout)}))
         return pd.concat([p.reset_index(drop=True) for p in parts], axis=1).set_axis(holdout.index)
     frame["y"] = holdout[cfg.dataset.target].to_numpy(dtype=np.float64)
-    frame["candidate"] = candidate.predict(holdout)
-    frame["champion"] = champion.predict(holdout) if champion is not None else np.nan
+    frame["candidate"] = outputs[0]
+    frame["champion"] = outputs[1] if champion is not None else np.nan
     return frame
 
 

@@ -79,7 +79,8 @@ class SliceSums:
             for model in self.models:
                 self.sums[model] = {m: np.concatenate([s, np.zeros(grow)]) for m, s in self.sums[model].items()}
                 self.group_sums[model] = np.concatenate([self.group_sums[model], np.zeros((grow, GROUPS))])
-        return np.array([self._index[label] for label in labels], dtype=np.intp)[codes]
+        index = np.array([self._index[label] for label in labels], dtype=np.intp)
+        return codes if np.array_equal(index, np.arange(index.size)) else index[codes]  # the first chunk's are its own
 
     def add(self, values: pd.Series, losses: dict[str, dict[str, np.ndarray]], row_group: np.ndarray | None) -> None:
         """One chunk: its slice values, ``losses[model][metric]`` per row, and each row's group (with a champion)."""

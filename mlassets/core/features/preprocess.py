@@ -6,7 +6,7 @@ The fitted state is plain JSON (``to_dict``/``from_dict``) so it can ship inside
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -25,14 +25,30 @@ def category_key(value: Any) -> str:
 
 
 Columns: TypeAlias = pd.DataFrame | Mapping[str, np.ndarray]  # a frame, or its columns as arrays (a served batch's)
+Factorized: TypeAlias = tuple[np.ndarray, Any]  # a column's (codes, distinct values): see ``factorize_columns``
 
 
-def _codes(series: pd.Series | np.ndarray, vocab: dict[str, int]) -> np.ndarray:
+def factorize_columns(df: Columns, columns: Iterable[str]) -> dict[str, Factorized]:
+    """Each column's ``pd.factorize(sort=True)``: per row the index of its value among the sorted distinct values
+    (missing: -1). Factorizing a million strings is most of ``Preprocessor.transform``'s work; two models scoring one
+    frame, and the slice columns beside them, share it (``transform(df, factorized)``). Values that do not sort
+    (a column mixing types no order compares) keep the order they first appear in."""
+    return {column: _factorized(df[column]) for column in dict.fromkeys(columns)}
+
+
+def _factorized(series: pd.Series | np.ndarray) -> Factorized:
+    try:
+        return pd.factorize(series, sort=True, use_na_sentinel=True)
+    except TypeError:
+        return pd.factorize(series, use_na_sentinel=True)
+
+
+def _codes(series: pd.Series | np.ndarray, vocab: dict[str, int], factorized: Factorized | None = None) -> np.ndarray:
     """Vocabulary indices for a column: factorize once, look up each distinct value once (a few rows: each value)."""
-    if len(series) <= FEW_ROWS:
+    if factorized is None and len(series) <= FEW_ROWS:
         return np.array([UNKNOWN if pd.isna(v) else vocab.get(category_key(v), UNKNOWN) for v in series.tolist()],
                         dtype=np.int64)
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    codes, uniques = factorized if factorized is not None else pd.factorize(series, use_na_sentinel=True)
     table = np.array([vocab.get(category_key(u), UNKNOWN) for u in uniques] + [UNKNOWN], dtype=np.int64)
     return table[codes]  # NaN/None have code -1, which picks the trailing UNKNOWN
 
@@ -90,16 +106,18 @@ class Preprocessor:
         """Embedding table sizes: vocabulary size + 1 for the unknown index."""
         return [len(self.vocab[c]) + 1 for c in self.categorical]
 
-    def transform(self, df: Columns) -> tuple[np.ndarray, np.ndarray]:
+    def transform(self, df: Columns,
+                  factorized: Mapping[str, Factorized] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(int64 [n, n_cat] category codes, float32 [n, n_num] standardized numerics)``; unseen or missing
         categories map to 0, missing numerics to the training mean (0 once standardized). ``df``: a frame, or its
-        columns as arrays of one length (the endpoint's batch: no frame built for a few rows)."""
+        columns as arrays of one length (the endpoint's batch: no frame built for a few rows). ``factorized``: some
+        of ``df``'s columns already factorized (``factorize_columns``), read instead of factorizing them again."""
         columns = [*self.categorical, *self.numeric]
         _require(df, columns)
         n = len(df) if isinstance(df, pd.DataFrame) else len(df[columns[0]]) if columns else 0
         cat = np.zeros((n, len(self.categorical)), dtype=np.int64)
         for j, column in enumerate(self.categorical):
-            cat[:, j] = _codes(df[column], self.vocab[column])
+            cat[:, j] = _codes(df[column], self.vocab[column], (factorized or {}).get(column))
         num = np.zeros((n, len(self.numeric)), dtype=np.float32)
         for j, column in enumerate(self.numeric):
             values = numeric_values(df[column], column)

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pandas as pd
 from opentelemetry import trace
 
 from mlassets.core.config.families import DEFAULT
-from mlassets.core.features.preprocess import Preprocessor
+from mlassets.core.features.preprocess import Factorized, Preprocessor
 from mlassets.core.train import plugin_code
 from mlassets.core.train.family import family_of
 from mlassets.core.train.feature_spec import FeatureSpec, output_size
@@ -64,10 +65,12 @@ class ModelBundle:
         """The raw columns a request must hold."""
         return [*self.preprocessor.categorical, *self.preprocessor.numeric]
 
-    def predict(self, df: pd.DataFrame, batch_size: int = 65536) -> np.ndarray:
-        """Target units, P(target = 1) or class probabilities (float64), for raw feature rows."""
+    def predict(self, df: pd.DataFrame, batch_size: int = 65536,
+                factorized: Mapping[str, Factorized] | None = None) -> np.ndarray:
+        """Target units, P(target = 1) or class probabilities (float64), for raw feature rows. ``factorized``: columns
+        of ``df`` already factorized (``preprocess.factorize_columns``: one factorization for two models' scores)."""
         with _TRACER.start_as_current_span("preprocessing", attributes={"rows": len(df)}):
-            x_cat, x_num = self.preprocessor.transform(df)
+            x_cat, x_num = self.preprocessor.transform(df, factorized)
         with _TRACER.start_as_current_span("model", attributes={"rows": len(df)}):
             return self.forward(x_cat, x_num, batch_size)
 
@@ -212,16 +215,10 @@ def load_bundle(directory: str | Path) -> ModelBundle:
         raise ValueError(f"{BUNDLE} in {directory}: cardinalities/n_numeric disagree with the preprocessor")
     classes = [str(c) for c in doc["classes"]]
     bundle = ModelBundle(
-        model=None,
-        preprocessor=pre,
-        model_config=dict(doc["model_config"]),
-        target=str(doc["target"]),
-        target_center=float(doc["target_center"]),
-        target_scale=float(doc["target_scale"]),
-        meta={str(k): str(v) for k, v in doc.get("meta", {}).items()},
-        task=str(doc["task"]),
-        family=str(doc["family"]),
-        classes=classes,
+        model=None, preprocessor=pre, model_config=dict(doc["model_config"]), target=str(doc["target"]),
+        target_center=float(doc["target_center"]), target_scale=float(doc["target_scale"]),
+        meta={str(k): str(v) for k, v in doc.get("meta", {}).items()}, task=str(doc["task"]),
+        family=str(doc["family"]), classes=classes,
     )
     if doc.get("plugin_code"):
         verify_manifest(directory, (BUNDLE, doc["weights_file"], str(doc["plugin_code"]["file"])))

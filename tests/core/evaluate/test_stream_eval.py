@@ -10,6 +10,7 @@ import math
 import tracemalloc
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,8 +69,8 @@ class Shifted:
         self.inner, self.column, self.value, self.shift = inner, column, value, shift
         self.preprocessor = inner.preprocessor
 
-    def predict(self, frame: pd.DataFrame) -> np.ndarray:
-        pred = self.inner.predict(frame)
+    def predict(self, frame: pd.DataFrame, factorized: Any = None) -> np.ndarray:
+        pred = self.inner.predict(frame, factorized=factorized)
         return np.clip(pred + self.shift * (frame[self.column] == self.value).to_numpy(), 0.0, 1.0) if (
             self.inner.task == "binary") else pred + self.shift * (frame[self.column] == self.value).to_numpy()
 
@@ -216,7 +217,7 @@ def _peak_bytes(rows: int, chunk: int = 4000) -> int:
     cfg = small_flights(1.0)
     cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, slices=["origin"]))
     model = SimpleNamespace(preprocessor=SimpleNamespace(categorical=["origin"], numeric=["x"]),
-                            predict=lambda f: f["x"].to_numpy() * 2.0)
+                            predict=lambda f, factorized=None: f["x"].to_numpy() * 2.0)
     rng = np.random.default_rng(0)
 
     def tables():

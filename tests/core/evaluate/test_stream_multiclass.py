@@ -39,7 +39,7 @@ class Columns:
         self.name, self.classes = name, classes
         self.preprocessor = SimpleNamespace(categorical=["island"], numeric=[])
 
-    def predict(self, frame: pd.DataFrame) -> np.ndarray:
+    def predict(self, frame: pd.DataFrame, factorized: Any = None) -> np.ndarray:
         return frame[[f"{self.name}_{c}" for c in self.classes]].to_numpy(dtype=np.float64)
 
 

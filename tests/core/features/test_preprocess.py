@@ -110,3 +110,29 @@ def test_a_few_rows_are_coded_as_many_rows_are() -> None:
     assert {0, 1, 2, 3} <= set(whole[0][:, 0].tolist())  # unknown/missing and each known carrier were seen
     ints = pre.transform(many.assign(dep_hour=[5, 7, 23, 3] * (n // 4)).head(4))[0][:, 1]
     assert ints.tolist() == [2, 3, 1, 0]  # ints read as the vocabulary's keys
+
+
+def test_a_shared_factorization_codes_as_each_column_alone() -> None:
+    """Columns factorized once (``factorize_columns``, shared by two models scoring one frame) give every row the
+    codes ``transform`` finds by itself, for strings with missing values, floats, and values that do not sort."""
+    import datetime
+
+    from mlassets.core.features.preprocess import factorize_columns
+
+    train = _frame().assign(dep_hour=[5, "x", datetime.date(2020, 1, 1), 23, None])
+    pre = Preprocessor.fit(train, CAT, NUM)
+    rng = np.random.default_rng(1)
+    n = 500
+    many = pd.DataFrame({
+        "carrier": pd.Series(rng.choice(np.array(["UA", "AA", "DL", "ZZ", None, np.nan], dtype=object), n)),
+        "dep_hour": pd.Series(rng.choice(np.array([5, 5.0, "x", datetime.date(2020, 1, 1), None], dtype=object), n)),
+        "distance": rng.uniform(0, 500, n),
+        "temp": rng.choice([10.0, np.nan, 30.0], n),
+    })
+    factorized = factorize_columns(many, CAT)
+    codes, uniques = factorized["carrier"]
+    assert list(uniques) == ["AA", "DL", "UA", "ZZ"] and (codes == -1).sum() == many["carrier"].isna().sum()
+    shared, alone = pre.transform(many, factorized), pre.transform(many)
+    assert np.array_equal(shared[0], alone[0]) and np.array_equal(shared[1], alone[1])
+    hours = pre.vocab["dep_hour"]  # 5 and 5.0 read as "5"; None is unknown
+    assert set(alone[0][:, 1].tolist()) == {0, hours["5"], hours["x"], hours["2020-01-01"]}

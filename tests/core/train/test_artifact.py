@@ -138,3 +138,24 @@ def test_a_bounded_target_is_respected_by_the_bundle(tmp_path: Path) -> None:
     bundle.model_config = {**MODEL_CONFIG, "output_min": 0.0}  # ... until the config bounds the target
     loaded = load_bundle(save_bundle(bundle, tmp_path / "model"))
     assert (loaded.predict(_frame(seed=2)) == 0.0).all()  # served predictions respect it too
+
+
+@pytest.mark.parametrize("out_features", [1, 3])
+def test_a_torch_model_scored_a_block_at_a_time_gives_each_row_its_own_output(monkeypatch, out_features) -> None:
+    """The torch families call the module ``PREDICT_ROWS`` rows at a time (activations in reused memory): every row's
+    output is the one the module gives it in a single call over all rows, for one output or k logits, and no rows."""
+    from mlassets.core.train.family import family_of
+    from mlassets.core.train.torch_run import torch_nn
+
+    bundle = _bundle()
+    torch.manual_seed(1)
+    model = TabularMLP(bundle.preprocessor.cardinalities, len(NUM), 4, [8, 4], 0.0, out_features).eval()
+    x_cat, x_num = bundle.preprocessor.transform(_frame(n=1000, seed=3))
+    with torch.no_grad():
+        whole = model(torch.from_numpy(x_cat), torch.from_numpy(x_num)).double().numpy()
+    monkeypatch.setattr(torch_nn, "PREDICT_ROWS", 64)  # 1000 rows: 15 full blocks and a part
+    family = family_of("mlp")
+    blocks = family.predict(model, x_cat, x_num)
+    assert blocks.shape == whole.shape == ((1000,) if out_features == 1 else (1000, out_features))
+    np.testing.assert_allclose(blocks, whole, rtol=1e-6, atol=1e-7)
+    assert family.predict(model, x_cat[:0], x_num[:0]).shape[0] == 0
