@@ -75,10 +75,9 @@ def window_rows(tr: TrainingConfig) -> int:
 
 def build_loader(data: TabularData | StreamData, faults: Faults, tr: TrainingConfig, rank: int,
                  world_size: int) -> Batches:
-    """The loop's loader (also its sampler: it counts the epoch's global batches); one window is read here."""
-    batches = Batches(data, faults, tr.batch_size, rank, world_size, tr.seed, window_rows(tr))
-    batches.preload()
-    return batches
+    """The loop's loader (also its sampler: it counts the epoch's global batches); the loop decodes its first window
+    (``Batches.preload``) once it has resumed, before its first step."""
+    return Batches(data, faults, tr.batch_size, rank, world_size, tr.seed, window_rows(tr), tr.epochs)
 
 
 def load_training_data(cfg: PipelineConfig, train_path: str, validation_path: str,
