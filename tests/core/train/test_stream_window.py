@@ -1,6 +1,7 @@
-"""The streamed loader's reader thread: the first window decoded before the first step, the next one (the next
-epoch's first too) while the current one trains, never more than two windows held, the same rows in the same order
-as a loader that reads every window when it needs it."""
+"""The streamed loader's windows: read from Parquet as the rows pandas reads, string categories as Arrow dictionaries;
+decoded on a reader thread (the first before the first step, the next one, the next epoch's first too, while the
+current one trains), never more than two held, the same rows in the same order as a loader that reads each window when
+it needs it."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import weakref
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 import torch
 
-from mlassets.core.config import FaultConfig
+from mlassets.core.config import FaultConfig, parse_config
 from mlassets.core.train.faults import Faults
+from mlassets.core.train.split_stream import scan
+from mlassets.core.train.synthetic import flights_like, tiny_config
 from mlassets.core.train.torch_run.global_batches import Batches
 
 
@@ -85,3 +90,23 @@ def test_a_resumed_position_preloads_its_own_window_and_goes_on_from_the_same_ro
     ys = torch.cat([y for *_, y in resumed]).numpy()
     assert np.array_equal(ys, full[1][7 * 64:])
     assert len(source.reads) == 3  # the epoch's last two windows after it; the run ends with epoch 2: none after
+
+
+def test_a_window_read_with_string_categories_as_dictionaries_is_the_rows_as_pandas_reads_them(tmp_path: Path) -> None:
+    frame = flights_like(600, seed=3)
+    frame.loc[::7, "carrier"] = None  # a missing category: the unknown index
+    frame.loc[::11, "arr_delay"] = np.nan  # a row without a target: dropped
+    train, validation = tmp_path / "train.parquet", tmp_path / "validation.parquet"
+    frame.to_parquet(train, row_group_size=100)
+    flights_like(100, seed=4).to_parquet(validation)
+    data = scan(parse_config(tiny_config(loader="stream", stream_window_rows=250)), str(train), str(validation), None)
+    groups, file = [4, 0, 5], pq.ParquetFile(train)
+    frames = {g: file.read_row_group(g, columns=data.columns()).to_pandas() for g in groups}
+    expected = data.arrays(pd.concat([frames[g] for g in groups], ignore_index=True))
+    assert (expected[0][:, 0] == 0).any() and len(expected[2]) < 300
+    for got, want in zip(data.read_groups(groups), expected, strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    data.decoded = {0: [frames[0]]}  # a group the scan kept, between groups read from the file: the same order
+    for got, want in zip(data.read_groups(groups), expected, strict=True):
+        assert np.array_equal(got, want)
+    assert not data.decoded  # let go once read
