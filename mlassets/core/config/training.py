@@ -110,8 +110,8 @@ class TrainingConfig:
     a time, shuffled within it (the memory bound), resumed exactly; `memory` makes the window the whole split,
     decoded once."""
     stream_window_rows: int = 262_144
-    """`stream`: rows shuffled together (the loader's memory bound); boosted trees read this many rows at a time into
-    the library's bins."""
+    """`stream`: rows shuffled together (the loader's memory bound: it holds the window in use and the next one, read
+    ahead); boosted trees read this many rows at a time into the library's bins."""
     retries: int = 1
     """Dagster retries of the training step; each attempt resumes from the newest checkpoint."""
     budget_hours: float = 24.0

@@ -11,10 +11,7 @@ preprocessing again at once from the kept rows: ``trees.rows``.)
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import math
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,9 +30,6 @@ from mlassets.core.train.splits import check_binary, check_split, class_label
 
 if TYPE_CHECKING:  # the boosted trees read this module too: torch only where a tensor is made
     import torch
-
-M_ARENA_MAX = -8  # glibc mallopt(3)
-
 
 @dataclass
 class StreamData:
@@ -92,11 +86,18 @@ class StreamData:
 
     def read_groups(self, groups: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Training row groups ``groups`` as ``arrays`` gives them (the loader's window); a group the scan kept is
-        taken from it (and let go), the others read from the file."""
-        file, parts = pq.ParquetFile(self.train_path), []
+        taken from it (and let go), each run of the others read from the file as one Arrow table, converted once."""
+        schema = pq.read_schema(self.train_path)
+        strings = [c for c in self.cfg.features.categorical  # read as dictionaries: codes, no Python string a row
+                   if c != self.cfg.dataset.target and schema.field(c).type in (pa.string(), pa.large_string())]
+        file, parts, tables = pq.ParquetFile(self.train_path, read_dictionary=strings), [], []
         for g in groups:
             kept = self.decoded.pop(g, None)
-            parts.extend(kept if kept is not None else [file.read_row_group(g, columns=self.columns()).to_pandas()])
+            if kept is None:
+                tables.append(file.read_row_group(g, columns=self.columns()))
+            else:
+                parts, tables = [*parts, *joined(tables), *kept], []
+        parts += joined(tables)
         return self.arrays(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0])
 
     def validation_chunks(self, rows: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
@@ -127,24 +128,16 @@ class StreamData:
         return np.concatenate(parts) if parts else np.empty(0)
 
 
+def joined(tables: list[pa.Table]) -> list[pd.DataFrame]:
+    """Arrow tables as one frame (their dictionaries unified: one set of categories), or none."""
+    return [pa.concat_tables(tables).to_pandas()] if tables else []
+
+
 def frames(path: str, columns: list[str], rows: int, row_groups: list[int] | None = None) -> Iterator[pd.DataFrame]:
     """A Parquet file's rows as frames of at most ``rows``, decoded a page at a time (no row group is held whole)."""
     file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     for batch in file.iter_batches(batch_size=rows, row_groups=row_groups, columns=columns):
         yield batch.to_pandas()
-
-
-def bound_allocators() -> None:
-    """Make a torch training process's memory follow its windows, not its rows: ``global_batches.Batches`` decodes a
-    window in its reader thread and the loop frees it in its own. Arrow allocates from the system
-    allocator (its default pool, mimalloc, kept what such frees gave back), and glibc keeps two malloc arenas, not
-    one per thread (each thread's arena held freed windows). One epoch's peak at 20M rows was 0.60-0.68 GiB from run
-    to run against 0.57 at 5M; with both bounds 0.53 GiB at either size, and the same samples/s (``bench
-    stream_loader``, 2 cores). The boosted trees' streaming path is left as it was."""
-    pa.set_memory_pool(pa.system_memory_pool())
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl): its own allocator, left as it is
-            ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
 
 
 def scan(cfg: PipelineConfig, train_path: str, validation_path: str, reporter: Reporter | None,

@@ -106,6 +106,7 @@ class Trainer:
 
     def fit(self) -> None:
         self.resume()
+        self.loader.preload()  # the first window (the whole split, or the one a resumed position falls in)
         for epoch in range(self.progress.epoch, self.tr.epochs + 1):
             self.progress.epoch = epoch
             if not self.progress.mid_epoch:
