@@ -8,9 +8,10 @@ dependency, feature retrieval) that holds a large share of the slow requests' ti
 as long, or whose own p99 spikes by a tenth of the request's (the slowest requests of one stage need not
 be the slowest overall). Time outside every span, reading the request, or in the service's own pre/post-processing
 is the host's (CPU contention, the event loop). On a saturated host (``host.Pressure``) a CPU-bound stage's wall
-time beyond its CPU time, and the batch queue's matching share of its wait behind passes, were spent waiting for a
-CPU: they are the host's, named with the pressure, and no stage is blamed for them; a stage's own gain is named
-beside them when it is a tenth of the p99's excess over the median or more. The model is cleared by name when it
+time beyond its CPU time, and the batch queue's wait beyond the window it held open (behind passes, and for the
+thread that runs them, on contended CPUs), were spent waiting for a CPU: they are the host's, named with the
+pressure, and no stage is blamed for them; a stage's own gain is named beside them when it is a tenth of the p99's
+excess over the median or more. The model is cleared by name when it
 is not the cause: a slow p99 is often not the model.
 """
 
@@ -97,13 +98,16 @@ def _off_the_stages(work: pd.DataFrame, cpu: pd.DataFrame | None, window: pd.Ser
         walls += work[stage].where(used.notna(), 0.0)
         waits += waited
         work[stage] -= waited
-    # the share of the passes' and handlers' time spent waiting for a CPU: a request queues behind other requests'
-    # passes, so its own stages may not say how long those waited; the slow requests' share is the floor
-    mine = (waits / walls.where(walls > 0)).fillna(0.0)
-    slow_walls = float(walls.reindex(slow).sum())
-    share = mine.clip(lower=float(waits.reindex(slow).sum()) / slow_walls if slow_walls > 0 else 0.0)
-    held = window.reindex(work.index).fillna(0.0) if window is not None else 0.0
-    behind = (work["batch_queue"] - held).clip(lower=0.0) * share  # queued behind passes that waited for a CPU
+    if window is not None:  # batching's own wait is the window it held open; beyond it, a request waited for a pass
+        # (and the thread that runs it) to get a CPU: the host's
+        behind = (work["batch_queue"] - window.reindex(work.index).fillna(0.0)).clip(lower=0.0)
+    else:  # no window recorded: the share of the passes' and handlers' time spent waiting for a CPU (a request
+        # queues behind other requests' passes, so its own stages may not say how long those waited; the slow
+        # requests' share is the floor)
+        mine = (waits / walls.where(walls > 0)).fillna(0.0)
+        slow_walls = float(walls.reindex(slow).sum())
+        share = mine.clip(lower=float(waits.reindex(slow).sum()) / slow_walls if slow_walls > 0 else 0.0)
+        behind = work["batch_queue"].clip(lower=0.0) * share
     work["batch_queue"] -= behind
     work["cpu_wait"] = waits + behind
     return work

@@ -36,6 +36,23 @@ def test_a_fast_configuration_under_a_hog_blames_the_host_and_no_stage() -> None
     assert "waiting for a CPU" in printed and "Verdict: the host, not the model" in printed
 
 
+def test_a_queue_that_waited_for_a_cpu_beyond_its_window_is_the_hosts_not_batching() -> None:
+    """As a clean-clone CI run saw under a CPU hog: the slow requests' stages computed almost all their wall time,
+    but the queue behind the passes (and the batcher's thread waking) stretched to 7 ms past a 0.5 ms window.
+    Batching held only its window: the rest is the host's, and no batching advice is given."""
+    slow = {"receive": 12.0, "preprocessing": 0.9, "batch_queue": 7.5, "model": 0.5, "postprocessing": 0.2}
+    fast = {"receive": 0.8, "preprocessing": 0.4, "batch_queue": 0.6, "model": 0.4, "postprocessing": 0.1}
+    cpu = ({"preprocessing": 0.5, "model": 0.4, "postprocessing": 0.1}, {"preprocessing": 0.4, "model": 0.4,
+                                                                         "postprocessing": 0.1})
+    found = recorded(seed_p99_spans(slow=slow, fast=fast, cpu=cpu, pressure=Pressure(82.0, 7.0, 2),
+                                    window=(0.5, 0.5)))
+    assert found.causes == ["the host"], found.causes
+    assert "batch_wait_ms" not in found.sentence() and found.slow["batch_queue"] == pytest.approx(0.5)
+    held = recorded(seed_p99_spans(slow=slow, fast=fast, cpu=cpu, pressure=Pressure(82.0, 7.0, 2),
+                                   window=(7.5, 0.5)))  # the same queue held open for others: batching's own
+    assert "batching" in held.causes
+
+
 def test_without_the_hosts_pressure_the_same_spans_blame_the_stages() -> None:
     """What the pressure changes: the same walls on a calm host are the stages' own."""
     found = recorded(seed_p99_spans(slow=HOGGED, fast=FAST, cpu=(FAST_CPU, FAST_CPU), pressure=CALM,
