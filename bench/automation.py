@@ -28,14 +28,6 @@ LIMIT_S = 600.0  # for one month's run
 TIMED = 3  # commits timed after the warm-up: each part is their median
 
 
-def _wait(done, proc, limit_s: float = 600.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while not done():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the daemon stopped, or nothing happened in time")
-        time.sleep(0.2)
-
-
 def measure() -> dict[str, float]:
     """Orchestration of a commit -> champion, in seconds: the median of each part over ``TIMED`` commits after one
     month of start-up and warm-up (smoke: one commit, no warm-up); ``totals``' spread is in the detail."""

@@ -75,7 +75,6 @@ class TableScan:
         self.eager = ""
         self.keyed = all(k in self.columns for k in self.key)  # every batch's key hashed (else no key check)
         self.fast = 0  # batches that passed on the one query alone
-        self._schemas: dict[tuple[str, ...], object] = {}
 
     def add(self, batch: Batch, metadata: Mapping[bytes, bytes] | None = None) -> None:
         """The next batch (a pandas or a Polars frame; ``metadata``, the Parquet schema's, is not needed)."""
@@ -101,16 +100,14 @@ class TableScan:
         self._hash(cast)
 
     def _passes(self, cast: pl.DataFrame, present: dict[str, ColumnSpec]) -> bool:
-        """Whether pandera's schema of the declared rules passes the batch (one schema per set of columns)."""
+        """Whether pandera's schema of the declared rules passes the batch (``pandera_schema`` keeps one built per
+        set of columns)."""
         from pandera.errors import SchemaError, SchemaErrors
 
         from mlassets.core.data.schema_polars import pandera_schema
 
-        names = tuple(present)
-        if names not in self._schemas:
-            self._schemas[names] = pandera_schema(present)
         try:
-            self._schemas[names].validate(cast, lazy=True)
+            pandera_schema(present).validate(cast, lazy=True)
         except (SchemaError, SchemaErrors):
             return False
         return True
